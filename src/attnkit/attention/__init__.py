@@ -1,0 +1,29 @@
+"""Attention building blocks."""
+
+from attnkit.attention.kernel_regression import NadarayaWatson, NWKernelRegression
+from attnkit.attention.masking import (
+    as_mask,
+    causal_mask,
+    lengths_to_mask,
+    masked_softmax,
+    sequence_mask,
+)
+from attnkit.attention.multihead import MultiHeadAttention
+from attnkit.attention.positional import PositionalEncoding, sinusoidal_table
+from attnkit.attention.scoring import AdditiveAttention, DotProductAttention, scaled_dot_product
+
+__all__ = [
+    "AdditiveAttention",
+    "DotProductAttention",
+    "MultiHeadAttention",
+    "NWKernelRegression",
+    "NadarayaWatson",
+    "PositionalEncoding",
+    "as_mask",
+    "causal_mask",
+    "lengths_to_mask",
+    "masked_softmax",
+    "scaled_dot_product",
+    "sequence_mask",
+    "sinusoidal_table",
+]

@@ -1,0 +1,141 @@
+"""Masks and masked softmax.
+
+Shape legend: B batch, Q queries, K keys.
+
+Convention, everywhere in attnkit: a boolean mask is ``True`` where a query may
+attend to a key. Scores at masked positions are filled with the dtype's lowest
+finite value (``torch.finfo(dtype).min``, never -1e6, which overflows float16),
+and a row with no key to attend gets all-zero weights, never NaN.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "as_mask",
+    "causal_mask",
+    "check_valid_lens",
+    "lengths_to_mask",
+    "masked_softmax",
+    "sequence_mask",
+]
+
+
+def check_valid_lens(
+    valid_lens: Tensor, batch: int, num_queries: int, num_keys: int, name: str = "valid_lens"
+) -> None:
+    """Raise a clear error unless ``valid_lens`` is (B,) or (B, Q) integers in [0, K]."""
+    if not isinstance(valid_lens, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of integers, got {type(valid_lens).__name__}")
+    if valid_lens.dtype == torch.bool or valid_lens.is_floating_point() or valid_lens.is_complex():
+        raise TypeError(
+            f"{name} must have an integer dtype (lengths), got {valid_lens.dtype}; "
+            "pass a boolean attention mask through `mask=` instead"
+        )
+    if valid_lens.dim() == 1:
+        expected: tuple[int, ...] = (batch,)
+    elif valid_lens.dim() == 2:
+        expected = (batch, num_queries)
+    else:
+        expected = ()
+    if tuple(valid_lens.shape) != expected:
+        raise ValueError(
+            f"{name} must have shape (B,) = ({batch},) or (B, Q) = ({batch}, {num_queries}), "
+            f"got {tuple(valid_lens.shape)}"
+        )
+    if valid_lens.numel():
+        lo, hi = int(valid_lens.min()), int(valid_lens.max())
+        if lo < 0 or hi > num_keys:
+            raise ValueError(
+                f"{name} must lie in [0, {num_keys}] (the number of keys), got values in [{lo}, {hi}]"
+            )
+
+
+def lengths_to_mask(valid_lens: Tensor, num_keys: int) -> Tensor:
+    """Lengths (...) -> boolean mask (..., K), True for the first ``valid_lens`` keys."""
+    positions = torch.arange(num_keys, device=valid_lens.device)
+    return positions < valid_lens.unsqueeze(-1)
+
+
+def sequence_mask(X: Tensor, valid_len: Tensor, value: float = 0) -> Tensor:
+    """Return a copy of ``X`` (B, T, ...) with positions ``t >= valid_len[b]`` set to ``value``.
+
+    Unlike the book's version this does not modify ``X`` in place.
+    """
+    if X.dim() < 2:
+        raise ValueError(f"X must have at least 2 dims (B, T, ...), got shape {tuple(X.shape)}")
+    B, T = X.shape[:2]
+    if not isinstance(valid_len, Tensor):
+        valid_len = torch.as_tensor(valid_len, device=X.device)
+    check_valid_lens(valid_len.reshape(-1), B, 1, T, name="valid_len")
+    keep = lengths_to_mask(valid_len.reshape(-1).to(X.device), T)  # (B, T)
+    keep = keep.reshape(B, T, *([1] * (X.dim() - 2)))
+    return X.masked_fill(~keep, value)
+
+
+def causal_mask(num_queries: int, num_keys: int | None = None, device=None) -> Tensor:
+    """Boolean (Q, K) mask where query i attends keys j <= i + (K - Q).
+
+    With ``K > Q`` the queries are the last Q positions of a K-long sequence, as in
+    incremental decoding with a key/value cache.
+    """
+    num_keys = num_queries if num_keys is None else num_keys
+    if num_queries < 0 or num_keys < num_queries:
+        raise ValueError(
+            f"causal_mask needs 0 <= num_queries <= num_keys, got {num_queries} and {num_keys}"
+        )
+    q = torch.arange(num_queries, device=device).unsqueeze(-1) + (num_keys - num_queries)
+    return torch.arange(num_keys, device=device) <= q
+
+
+def as_mask(
+    scores_shape: tuple[int, ...], valid_lens: Tensor | None, device=None
+) -> Tensor | None:
+    """valid_lens (B,), (B, Q) or a bool mask broadcastable to the scores -> bool mask or None.
+
+    Lengths give a (B, 1, K) mask (shared by every query) or a (B, Q, K) mask.
+    """
+    if valid_lens is None:
+        return None
+    shape = tuple(scores_shape)
+    if isinstance(valid_lens, Tensor) and valid_lens.dtype == torch.bool:
+        try:
+            torch.broadcast_shapes(valid_lens.shape, shape)
+        except RuntimeError:
+            raise ValueError(
+                f"boolean mask of shape {tuple(valid_lens.shape)} does not broadcast to "
+                f"scores of shape {shape}"
+            ) from None
+        return valid_lens.to(device) if device is not None else valid_lens
+    if len(shape) != 3:
+        raise ValueError(f"scores must be (B, Q, K) when valid_lens are lengths, got shape {shape}")
+    B, Q, K = shape
+    check_valid_lens(valid_lens, B, Q, K)
+    lens = valid_lens.to(device) if device is not None else valid_lens
+    if lens.dim() == 1:
+        return lengths_to_mask(lens, K).unsqueeze(1)  # (B, 1, K)
+    return lengths_to_mask(lens, K)  # (B, Q, K)
+
+
+def masked_softmax(X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
+    """Softmax over the last axis of ``X`` that ignores masked keys.
+
+    Args:
+        X: scores, (B, Q, K); any (..., K) when ``valid_lens`` is a boolean mask.
+        valid_lens: None; key lengths (B,) shared by every query or (B, Q) per query;
+            or a boolean mask broadcastable to ``X`` (True = attend).
+
+    Returns:
+        Weights shaped like ``X``; masked positions are exactly 0 and a row with
+        no valid key is all zeros.
+    """
+    if not isinstance(X, Tensor) or not X.is_floating_point():
+        raise TypeError(f"X must be a floating-point tensor, got {getattr(X, 'dtype', type(X))}")
+    mask = as_mask(X.shape, valid_lens, X.device)
+    if mask is None:
+        return torch.softmax(X, dim=-1)
+    X = X.masked_fill(~mask, torch.finfo(X.dtype).min)
+    # A fully masked row softmaxes to uniform weights; the second fill zeroes it.
+    return torch.softmax(X, dim=-1).masked_fill(~mask, 0.0)

@@ -1,0 +1,181 @@
+"""Multi-head attention: H scaled dot-product heads computed in parallel.
+
+Shape legend: B batch, Q queries, K keys, D model width (num_hiddens), H heads,
+Dh = D / H head width.
+
+The heads are split with one view + transpose, (B, T, D) -> (B, H, T, Dh), the
+book's ``transpose_qkv`` without the copy into (B*H, T, Dh). Projection of keys and
+values is separate from attending (``project_kv`` / ``attend``) so decoders can
+cache projected keys and values and pay for one new position per step.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from attnkit.attention.masking import causal_mask, check_valid_lens, lengths_to_mask
+from attnkit.attention.scoring import DotProductAttention, scaled_dot_product
+
+__all__ = ["MultiHeadAttention"]
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with projections ``W_q``, ``W_k``, ``W_v``, ``W_o``.
+
+    Args:
+        num_hiddens: model width D; must be divisible by ``num_heads``.
+        num_heads: number of heads H.
+        dropout: dropout on the attention weights.
+        bias: whether the four projections have biases.
+        query_size, key_size, value_size: input widths (default D).
+
+    Without requested weights the heads run through the fused
+    ``F.scaled_dot_product_attention``; with ``need_weights=True`` (or
+    ``record_weights=True``) the exact weights are kept in ``attention_weights``
+    as (B, H, Q, K), and as (B*H, Q, K) in ``attention.attention_weights`` (the
+    book's layout).
+    """
+
+    def __init__(
+        self,
+        num_hiddens: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = False,
+        *,
+        query_size: int | None = None,
+        key_size: int | None = None,
+        value_size: int | None = None,
+        record_weights: bool = False,
+    ) -> None:
+        super().__init__()
+        if not isinstance(num_heads, int) or num_heads <= 0:
+            raise ValueError(f"num_heads must be a positive int, got {num_heads!r}")
+        if not isinstance(num_hiddens, int) or num_hiddens <= 0:
+            raise ValueError(f"num_hiddens must be a positive int, got {num_hiddens!r}")
+        if num_hiddens % num_heads:
+            raise ValueError(
+                f"num_hiddens ({num_hiddens}) must be divisible by num_heads ({num_heads})"
+            )
+        self.num_heads = num_heads
+        self.num_hiddens = num_hiddens
+        self.record_weights = record_weights
+        self.attention = DotProductAttention(dropout)
+        self.W_q = nn.Linear(query_size or num_hiddens, num_hiddens, bias=bias)
+        self.W_k = nn.Linear(key_size or num_hiddens, num_hiddens, bias=bias)
+        self.W_v = nn.Linear(value_size or num_hiddens, num_hiddens, bias=bias)
+        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+
+    # -- helpers ---------------------------------------------------------------
+    def wants_weights(self) -> bool:
+        return self.record_weights
+
+    @property
+    def attention_weights(self) -> Tensor | None:
+        """Weights of the last forward, (B, H, Q, K), or None if not recorded."""
+        w = self.attention.attention_weights
+        if w is None:
+            return None
+        return w.reshape(-1, self.num_heads, *w.shape[-2:])
+
+    def _split(self, X: Tensor) -> Tensor:
+        B, T, _ = X.shape
+        return X.view(B, T, self.num_heads, -1).transpose(1, 2)  # (B, H, T, Dh)
+
+    @staticmethod
+    def _check_input(name: str, X: Tensor, width: int) -> None:
+        if not isinstance(X, Tensor) or not X.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got {getattr(X, 'dtype', X)}")
+        if X.dim() != 3 or X.shape[-1] != width:
+            raise ValueError(f"{name} must be (B, T, {width}), got shape {tuple(X.shape)}")
+
+    # -- the two halves ----------------------------------------------------------
+    def project_kv(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
+        """keys (B, K, key_size), values (B, K, value_size) -> two (B, H, K, Dh)."""
+        self._check_input("keys", keys, self.W_k.in_features)
+        self._check_input("values", values, self.W_v.in_features)
+        if keys.shape[:2] != values.shape[:2]:
+            raise ValueError(
+                "keys and values must share (B, K), got "
+                f"{tuple(keys.shape[:2])} and {tuple(values.shape[:2])}"
+            )
+        return self._split(self.W_k(keys)), self._split(self.W_v(values))
+
+    def build_mask(
+        self,
+        batch: int,
+        num_queries: int,
+        num_keys: int,
+        valid_lens: Tensor | None,
+        causal: bool,
+        device: torch.device,
+    ) -> Tensor | None:
+        """Padding lengths / bool mask and causality -> bool mask broadcastable to (B, H, Q, K)."""
+        mask = None
+        if valid_lens is not None:
+            if valid_lens.dtype == torch.bool:
+                mask = valid_lens.to(device)
+                if mask.dim() == 3:  # (B, Q, K) -> (B, 1, Q, K)
+                    mask = mask.unsqueeze(1)
+                try:
+                    torch.broadcast_shapes(
+                        mask.shape, (batch, self.num_heads, num_queries, num_keys)
+                    )
+                except RuntimeError:
+                    raise ValueError(
+                        f"mask of shape {tuple(valid_lens.shape)} does not broadcast to "
+                        f"(B, Q, K) = ({batch}, {num_queries}, {num_keys})"
+                    ) from None
+            else:
+                check_valid_lens(valid_lens, batch, num_queries, num_keys)
+                lens = valid_lens.to(device)
+                if lens.dim() == 1:
+                    mask = lengths_to_mask(lens, num_keys)[:, None, None, :]  # (B, 1, 1, K)
+                else:
+                    mask = lengths_to_mask(lens, num_keys)[:, None]  # (B, 1, Q, K)
+        if causal:
+            tri = causal_mask(num_queries, num_keys, device=device)  # (Q, K)
+            mask = tri if mask is None else mask & tri
+        return mask
+
+    def attend(
+        self,
+        queries: Tensor,  # (B, Q, query_size)
+        k: Tensor,  # (B, H, K, Dh), from project_kv
+        v: Tensor,  # (B, H, K, Dh)
+        mask: Tensor | None = None,  # bool, broadcastable to (B, H, Q, K)
+        need_weights: bool | None = None,
+    ) -> Tensor:  # (B, Q, D)
+        self._check_input("queries", queries, self.W_q.in_features)
+        if queries.shape[0] != k.shape[0]:
+            raise ValueError(
+                f"queries and keys must share the batch size, got {queries.shape[0]} and {k.shape[0]}"
+            )
+        B, Q, _ = queries.shape
+        q = self._split(self.W_q(queries))  # (B, H, Q, Dh)
+        want = self.wants_weights() if need_weights is None else need_weights
+        p = self.attention.dropout if self.training else 0.0
+        out, weights = scaled_dot_product(q, k, v, mask, p, want)  # (B, H, Q, Dh)
+        self.attention.attention_weights = (
+            None if weights is None else weights.reshape(-1, Q, k.shape[2])  # (B*H, Q, K)
+        )
+        out = out.transpose(1, 2).reshape(B, Q, self.num_hiddens)  # (B, Q, D)
+        return self.W_o(out)
+
+    def forward(
+        self,
+        queries: Tensor,  # (B, Q, query_size)
+        keys: Tensor,  # (B, K, key_size)
+        values: Tensor,  # (B, K, value_size)
+        valid_lens: Tensor | None = None,  # (B,) / (B, Q) ints, or bool mask (B, Q, K)
+        *,
+        causal: bool = False,
+        need_weights: bool | None = None,
+    ) -> Tensor:  # (B, Q, D)
+        k, v = self.project_kv(keys, values)
+        self._check_input("queries", queries, self.W_q.in_features)
+        mask = self.build_mask(
+            queries.shape[0], queries.shape[1], keys.shape[1], valid_lens, causal, queries.device
+        )
+        return self.attend(queries, k, v, mask, need_weights)

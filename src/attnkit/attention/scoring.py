@@ -1,0 +1,148 @@
+"""Attention scoring: additive (Bahdanau) and scaled dot-product attention.
+
+Shape legend: B batch, Q queries, K keys, D width, Dv value width, H heads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnkit.attention.masking import as_mask, masked_softmax
+
+__all__ = ["AdditiveAttention", "DotProductAttention", "scaled_dot_product"]
+
+
+def _check_qkv(queries: Tensor, keys: Tensor, values: Tensor, same_width: bool) -> None:
+    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
+        if not isinstance(t, Tensor) or not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got {getattr(t, 'dtype', t)}")
+        if t.dim() != 3:
+            raise ValueError(f"{name} must be 3-D (B, T, D), got shape {tuple(t.shape)}")
+    if not (queries.shape[0] == keys.shape[0] == values.shape[0]):
+        raise ValueError(
+            "queries, keys and values must share the batch size, got "
+            f"{queries.shape[0]}, {keys.shape[0]} and {values.shape[0]}"
+        )
+    if keys.shape[1] != values.shape[1]:
+        raise ValueError(
+            f"keys and values must have the same length K, got {keys.shape[1]} and {values.shape[1]}"
+        )
+    if same_width and queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(
+            "dot-product attention needs queries and keys of the same width D, got "
+            f"queries (..., {queries.shape[-1]}) and keys (..., {keys.shape[-1]})"
+        )
+
+
+def scaled_dot_product(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    need_weights: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """softmax(q kᵀ / sqrt(D)) v over any leading dims, with an optional bool mask.
+
+    Args:
+        q: (..., Q, D); k: (..., K, D); v: (..., K, Dv).
+        mask: bool, broadcastable to (..., Q, K), True = attend.
+        dropout_p: dropout on the weights (pass 0.0 in eval mode).
+        need_weights: return the exact weights; otherwise run the fused
+            ``F.scaled_dot_product_attention`` and return ``None`` for them.
+
+    Returns:
+        output (..., Q, Dv) and weights (..., Q, K) or None. Rows with no key to
+        attend give zero weights and a zero output on every path.
+    """
+    if not need_weights:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        if mask is not None and out.device.type != "cpu":
+            # CPU kernels already return 0 for empty rows; make sure other backends agree.
+            out = out.masked_fill(~mask.any(-1, keepdim=True), 0.0)
+        return out, None
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., Q, K)
+    weights = masked_softmax(scores, mask)
+    dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+    return dropped @ v, weights
+
+
+class DotProductAttention(nn.Module):
+    """Scaled dot-product attention with dropout on the weights.
+
+    ``forward`` runs through PyTorch's fused ``scaled_dot_product_attention``
+    unless weights are requested (``need_weights=True`` or ``record_weights``),
+    in which case it computes them exactly and keeps them in ``attention_weights``.
+    """
+
+    def __init__(self, dropout: float = 0.0, record_weights: bool = False) -> None:
+        super().__init__()
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.dropout = dropout
+        self.record_weights = record_weights
+        self.attention_weights: Tensor | None = None
+
+    def wants_weights(self) -> bool:
+        return self.record_weights
+
+    def forward(
+        self,
+        queries: Tensor,  # (B, Q, D)
+        keys: Tensor,  # (B, K, D)
+        values: Tensor,  # (B, K, Dv)
+        valid_lens: Tensor | None = None,  # (B,) or (B, Q) ints, or bool mask (B, Q, K)
+        need_weights: bool | None = None,
+    ) -> Tensor:  # (B, Q, Dv)
+        _check_qkv(queries, keys, values, same_width=True)
+        scores_shape = (queries.shape[0], queries.shape[1], keys.shape[1])
+        mask = as_mask(scores_shape, valid_lens, queries.device)  # (B, 1 or Q, K)
+        want = self.wants_weights() if need_weights is None else need_weights
+        p = self.dropout if self.training else 0.0
+        out, weights = scaled_dot_product(queries, keys, values, mask, p, want)
+        self.attention_weights = weights
+        return out
+
+
+class AdditiveAttention(nn.Module):
+    """Additive (Bahdanau) attention: score(q, k) = w_vᵀ tanh(W_q q + W_k k).
+
+    The weights are computed explicitly anyway, so they are always kept in
+    ``attention_weights`` (B, Q, K).
+    """
+
+    def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0):
+        super().__init__()
+        for name, val in (("key_size", key_size), ("query_size", query_size)):
+            if not isinstance(val, int) or val <= 0:
+                raise ValueError(f"{name} must be a positive int, got {val!r}")
+        if not isinstance(num_hiddens, int) or num_hiddens <= 0:
+            raise ValueError(f"num_hiddens must be a positive int, got {num_hiddens!r}")
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+        self.dropout = nn.Dropout(dropout)
+        self.attention_weights: Tensor | None = None
+
+    def forward(
+        self,
+        queries: Tensor,  # (B, Q, query_size)
+        keys: Tensor,  # (B, K, key_size)
+        values: Tensor,  # (B, K, Dv)
+        valid_lens: Tensor | None = None,  # (B,) or (B, Q) ints, or bool mask (B, Q, K)
+    ) -> Tensor:  # (B, Q, Dv)
+        _check_qkv(queries, keys, values, same_width=False)
+        if queries.shape[-1] != self.W_q.in_features or keys.shape[-1] != self.W_k.in_features:
+            raise ValueError(
+                f"expected queries (..., {self.W_q.in_features}) and keys (..., "
+                f"{self.W_k.in_features}), got {tuple(queries.shape)} and {tuple(keys.shape)}"
+            )
+        q, k = self.W_q(queries), self.W_k(keys)  # (B, Q, H), (B, K, H)
+        features = torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))  # (B, Q, K, H)
+        scores = self.w_v(features).squeeze(-1)  # (B, Q, K)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return torch.bmm(self.dropout(self.attention_weights), values)

@@ -1,0 +1,119 @@
+"""Figures: attention heatmaps and training curves. Headless-safe (Agg).
+
+Every function returns the matplotlib ``Figure`` (for notebooks) and, given
+``path``, also writes it (PNG, SVG or PDF by suffix).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+if not os.environ.get("DISPLAY") and "MPLBACKEND" not in os.environ:
+    matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+__all__ = ["plot_curves", "save_figure", "show_heatmaps"]
+
+
+def save_figure(fig: Figure, path: str | os.PathLike | None) -> Path | None:
+    """Write ``fig`` to ``path`` (parents created), return the path or None."""
+    if path is None:
+        return None
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, bbox_inches="tight", dpi=120)
+    return path
+
+
+def show_heatmaps(
+    matrices,  # (rows, cols, Q, K), or anything that reshapes to it: (Q, K), (cols, Q, K)
+    xlabel: str,
+    ylabel: str,
+    titles: Sequence[str] | None = None,
+    figsize: tuple[float, float] = (2.5, 2.5),
+    cmap: str = "Reds",
+    *,
+    xticklabels: Sequence[str] | None = None,
+    yticklabels: Sequence[str] | None = None,
+    row_titles: Sequence[str] | None = None,
+    path: str | os.PathLike | None = None,
+) -> Figure:
+    """A grid of heatmaps with one shared colorbar, as the book's ``show_heatmaps``.
+
+    ``figsize`` is the size of one panel. Token lists label the axes of every panel.
+    """
+    m = torch.as_tensor(matrices).detach().float().cpu()
+    if m.dim() < 2 or m.dim() > 4:
+        raise ValueError(f"matrices must have 2 to 4 dims (rows, cols, Q, K), got {tuple(m.shape)}")
+    while m.dim() < 4:
+        m = m.unsqueeze(0)
+    rows, cols = m.shape[:2]
+    Q, K = m.shape[2:]
+    if xticklabels is not None and len(xticklabels) != K:
+        raise ValueError(f"xticklabels has {len(xticklabels)} labels for {K} columns")
+    if yticklabels is not None and len(yticklabels) != Q:
+        raise ValueError(f"yticklabels has {len(yticklabels)} labels for {Q} rows")
+    fig, axes = plt.subplots(
+        rows,
+        cols,
+        figsize=(figsize[0] * cols, figsize[1] * rows),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+    )
+    vmax = float(m.max()) if m.numel() else 1.0
+    pcm = None
+    for i in range(rows):
+        for j in range(cols):
+            ax = axes[i, j]
+            pcm = ax.imshow(m[i, j].numpy(), cmap=cmap, vmin=0.0, vmax=max(vmax, 1e-12))
+            if i == rows - 1:
+                ax.set_xlabel(xlabel)
+            if j == 0:
+                ax.set_ylabel(ylabel if row_titles is None else f"{row_titles[i]}\n{ylabel}")
+            if titles is not None:
+                ax.set_title(titles[j] if len(titles) == cols else titles[i * cols + j])
+            if xticklabels is not None:
+                ax.set_xticks(range(K), list(xticklabels), rotation=90)
+            if yticklabels is not None:
+                ax.set_yticks(range(Q), list(yticklabels))
+    fig.colorbar(pcm, ax=axes, shrink=0.6)
+    save_figure(fig, path)
+    return fig
+
+
+def plot_curves(
+    curves: Mapping[str, Sequence[float]],
+    xlabel: str = "epoch",
+    ylabel: str = "",
+    *,
+    x: Sequence[float] | None = None,
+    logy: bool = False,
+    title: str | None = None,
+    path: str | os.PathLike | None = None,
+    figsize: tuple[float, float] = (5.0, 3.5),
+) -> Figure:
+    """One line per named curve (e.g. {"train loss": [...], "val loss": [...]})."""
+    fig, ax = plt.subplots(figsize=figsize)
+    for name, ys in curves.items():
+        ys = list(ys)
+        xs = list(x) if x is not None else list(range(1, len(ys) + 1))
+        ax.plot(xs[: len(ys)], ys, label=name)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if logy:
+        ax.set_yscale("log")
+    if title:
+        ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    if curves:
+        ax.legend()
+    save_figure(fig, path)
+    return fig
