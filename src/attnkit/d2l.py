@@ -20,18 +20,6 @@ from torch import Tensor, nn
 from attnkit import attention as _att
 from attnkit.viz import show_heatmaps as _show_heatmaps
 
-__all__ = [
-    "AdditiveAttention",
-    "DotProductAttention",
-    "MultiHeadAttention",
-    "NWKernelRegression",
-    "PositionalEncoding",
-    "masked_softmax",
-    "sequence_mask",
-    "show_heatmaps",
-    "transpose_output",
-    "transpose_qkv",
-]
 
 # ---------------------------------------------------------------- chapter 10: attention
 
@@ -126,3 +114,15 @@ def try_gpu(i: int = 0) -> torch.device:
 
 
 _ = nn  # keep `nn` importable as d2l.nn users sometimes expect
+
+# ---------------------------------------------------------------- chapter 8: text and RNNs (issue 3)
+# (chapter 8 names go here)
+
+# ---------------------------------------------------------------- chapter 9: NMT data (issue 4)
+# (chapter 9 data names go here)
+
+# ---------------------------------------------------------------- chapters 9-10: seq2seq models
+# (encoder-decoder, seq2seq, Bahdanau, training, prediction, bleu go here)
+
+# ---------------------------------------------------------------- chapter 10: Transformer (issue 5)
+# (Transformer names go here)
