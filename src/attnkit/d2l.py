@@ -20,7 +20,6 @@ from torch import Tensor, nn
 from attnkit import attention as _att
 from attnkit.viz import show_heatmaps as _show_heatmaps
 
-
 # ---------------------------------------------------------------- chapter 10: attention
 
 masked_softmax = _att.masked_softmax

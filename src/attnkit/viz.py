@@ -15,9 +15,9 @@ import matplotlib
 if not os.environ.get("DISPLAY") and "MPLBACKEND" not in os.environ:
     matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
 
 __all__ = ["plot_curves", "save_figure", "show_heatmaps"]
 

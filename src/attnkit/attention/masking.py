@@ -28,7 +28,9 @@ def check_valid_lens(
 ) -> None:
     """Raise a clear error unless ``valid_lens`` is (B,) or (B, Q) integers in [0, K]."""
     if not isinstance(valid_lens, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of integers, got {type(valid_lens).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Tensor of integers, got {type(valid_lens).__name__}"
+        )
     if valid_lens.dtype == torch.bool or valid_lens.is_floating_point() or valid_lens.is_complex():
         raise TypeError(
             f"{name} must have an integer dtype (lengths), got {valid_lens.dtype}; "
@@ -90,9 +92,7 @@ def causal_mask(num_queries: int, num_keys: int | None = None, device=None) -> T
     return torch.arange(num_keys, device=device) <= q
 
 
-def as_mask(
-    scores_shape: tuple[int, ...], valid_lens: Tensor | None, device=None
-) -> Tensor | None:
+def as_mask(scores_shape: tuple[int, ...], valid_lens: Tensor | None, device=None) -> Tensor | None:
     """valid_lens (B,), (B, Q) or a bool mask broadcastable to the scores -> bool mask or None.
 
     Lengths give a (B, 1, K) mask (shared by every query) or a (B, Q, K) mask.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import torch
@@ -47,7 +46,7 @@ def run_tour(out: Path, seed: int = 0) -> int:
             xlabel="x",
             ylabel="y",
             x=data.x_test.tolist(),
-            title=f"Nadaraya-Watson ({name}), w = {float(model.w):.2f}",
+            title=f"Nadaraya-Watson ({name}), w = {model.w.item():.2f}",
         )
         fig.axes[0].plot(data.x_train, data.y_train, "o", alpha=0.5, label="training points")
         fig.axes[0].legend()
@@ -107,5 +106,3 @@ def run_tour(out: Path, seed: int = 0) -> int:
     for p in written:
         print(f"  {p}")
     return 0
-
-

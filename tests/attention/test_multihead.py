@@ -1,0 +1,150 @@
+"""Multi-head attention against a book-style float64 reference; masks; causality; errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from attnkit import d2l
+from attnkit.attention import MultiHeadAttention
+
+
+class BookMHA(nn.Module):
+    """The book's formulation: transpose_qkv, repeat_interleave lens, masked_softmax(-1e6), bmm."""
+
+    def __init__(self, key_size, query_size, value_size, num_hiddens, num_heads, bias=False):
+        super().__init__()
+        self.num_heads = num_heads
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=bias)
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=bias)
+        self.W_v = nn.Linear(value_size, num_hiddens, bias=bias)
+        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+
+    def _t(self, X):
+        X = X.reshape(X.shape[0], X.shape[1], self.num_heads, -1).permute(0, 2, 1, 3)
+        return X.reshape(-1, X.shape[2], X.shape[3])
+
+    def forward(self, queries, keys, values, valid_lens):
+        q, k, v = self._t(self.W_q(queries)), self._t(self.W_k(keys)), self._t(self.W_v(values))
+        scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(q.shape[-1])
+        if valid_lens is not None:
+            lens = valid_lens.repeat_interleave(self.num_heads, dim=0)
+            lens = (
+                lens.reshape(-1) if lens.dim() == 2 else torch.repeat_interleave(lens, q.shape[1])
+            )
+            flat = scores.reshape(-1, scores.shape[-1])
+            keep = torch.arange(flat.shape[-1])[None, :] < lens[:, None]
+            scores = flat.masked_fill(~keep, -1e6).reshape(scores.shape)
+        w = torch.softmax(scores, -1)
+        out = torch.bmm(w, v)
+        out = out.reshape(-1, self.num_heads, out.shape[1], out.shape[2]).permute(0, 2, 1, 3)
+        return self.W_o(out.reshape(out.shape[0], out.shape[1], -1))
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    B=st.integers(1, 3),
+    Q=st.integers(1, 5),
+    K=st.integers(1, 6),
+    heads=st.sampled_from([1, 2, 4]),
+    per_query=st.booleans(),
+    data=st.data(),
+)
+def test_matches_book_formulation_in_float64(B, Q, K, heads, per_query, data):
+    n = B * Q if per_query else B
+    lens = torch.tensor(data.draw(st.lists(st.integers(1, K), min_size=n, max_size=n)))
+    lens = lens.reshape((B, Q) if per_query else (B,))
+    book = BookMHA(6, 5, 7, 8, heads).double()
+    ours = d2l.MultiHeadAttention(6, 5, 7, 8, heads, 0.0).double().eval()
+    ours.load_state_dict(book.state_dict())
+    q, k, v = torch.randn(B, Q, 5).double(), torch.randn(B, K, 6).double(), torch.randn(B, K, 7)
+    v = v.double()
+    ref = book(q, k, v, lens)
+    torch.testing.assert_close(ours(q, k, v, lens), ref)  # eval: exact weights path
+    torch.testing.assert_close(ours(q, k, v, lens, need_weights=False), ref)  # fused path
+
+
+def test_state_dict_keys_and_book_example_shape():
+    mha = d2l.MultiHeadAttention(100, 100, 100, 100, 5, 0.5)
+    assert sorted(mha.state_dict()) == ["W_k.weight", "W_o.weight", "W_q.weight", "W_v.weight"]
+    mha.eval()
+    X, Y = torch.ones(2, 4, 100), torch.ones(2, 6, 100)
+    out = mha(X, Y, Y, torch.tensor([3, 2]))
+    assert out.shape == (2, 4, 100)
+    # book layout of the kept weights: (B*H, Q, K); our view: (B, H, Q, K)
+    assert mha.attention.attention_weights.shape == (10, 4, 6)
+    assert mha.attention_weights.shape == (2, 5, 4, 6)
+    torch.testing.assert_close(mha.attention_weights.sum(-1), torch.ones(2, 5, 4))
+    assert (mha.attention_weights[1, :, :, 2:] == 0).all()
+
+
+def test_fast_and_exact_paths_agree_with_padding_and_dropout_off():
+    mha = MultiHeadAttention(32, 4, dropout=0.3).eval()
+    X = torch.randn(3, 7, 32)
+    lens = torch.tensor([7, 3, 0])
+    fast = mha(X, X, X, lens)
+    assert mha.attention_weights is None
+    exact = mha(X, X, X, lens, need_weights=True)
+    torch.testing.assert_close(fast, exact, atol=1e-5, rtol=1e-5)
+    assert mha.attention_weights.shape == (3, 4, 7, 7)
+
+
+def test_causal_output_ignores_future_positions():
+    mha = MultiHeadAttention(16, 2).eval()
+    X = torch.randn(2, 6, 16)
+    Y = X.clone()
+    Y[:, 4:] = torch.randn(2, 2, 16) * 10  # change the future of position 3
+    a = mha(X, X, X, causal=True)
+    b = mha(Y, Y, Y, causal=True)
+    torch.testing.assert_close(a[:, :4], b[:, :4])
+    assert not torch.allclose(a[:, 4:], b[:, 4:])
+    mha(X, X, X, causal=True, need_weights=True)
+    assert (mha.attention_weights.triu(1) == 0).all()
+
+
+def test_causal_combined_with_padding():
+    mha = MultiHeadAttention(8, 2).eval()
+    X = torch.randn(2, 5, 8)
+    mha(X, X, X, torch.tensor([5, 2]), causal=True, need_weights=True)
+    w = mha.attention_weights
+    assert (w[1, :, :, 2:] == 0).all() and (w.triu(1) == 0).all()
+
+
+def test_project_kv_then_attend_equals_forward():
+    mha = MultiHeadAttention(8, 2).eval()
+    q, kv = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+    k, v = mha.project_kv(kv, kv)
+    assert k.shape == (2, 2, 5, 4)
+    mask = mha.build_mask(2, 3, 5, torch.tensor([5, 1]), False, q.device)
+    torch.testing.assert_close(mha.attend(q, k, v, mask), mha(q, kv, kv, torch.tensor([5, 1])))
+
+
+def test_bool_mask_argument():
+    mha = MultiHeadAttention(8, 2).eval()
+    X = torch.randn(2, 4, 8)
+    mask = torch.arange(4) < torch.tensor([2, 4])[:, None, None]  # (B, 1, K)
+    torch.testing.assert_close(mha(X, X, X, mask), mha(X, X, X, torch.tensor([2, 4])))
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(
+        ValueError, match=r"num_hiddens \(10\) must be divisible by num_heads \(3\)"
+    ):
+        MultiHeadAttention(10, 3)
+    with pytest.raises(ValueError, match="num_heads must be a positive int, got 0"):
+        MultiHeadAttention(8, 0)
+    mha = MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"queries must be \(B, T, 8\), got shape \(2, 3, 7\)"):
+        mha(torch.randn(2, 3, 7), torch.randn(2, 3, 8), torch.randn(2, 3, 8))
+    with pytest.raises(ValueError, match=r"must lie in \[0, 3\]"):
+        X = torch.randn(2, 3, 8)
+        mha(X, X, X, torch.tensor([1, 4]))
+    with pytest.raises(TypeError, match="integer dtype"):
+        mha(X, X, X, torch.tensor([1.0, 2.0]))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        mha(X, X, X, torch.ones(2, 4, 4, dtype=torch.bool))

@@ -1,0 +1,36 @@
+"""Shared test setup: seed everything, keep threads low, find optional real data."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    random.seed(0)
+    torch.manual_seed(0)
+
+
+def real_data_file(env: str, relative: str) -> Path:
+    """Path of a real dataset from ``$env`` or ../shared/data; skip the test when absent."""
+    path = Path(os.environ[env]) if env in os.environ else SHARED_DATA / relative
+    if not path.exists():
+        pytest.skip(f"real dataset not available ({path}); set {env} to run this test")
+    return path
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
