@@ -1,0 +1,110 @@
+"""Translation metrics: the book's sentence BLEU, sacrebleu corpus BLEU and chrF, perplexity.
+
+Tokenization: our sentences are already tokenized by the data preprocessing
+(lower-cased, a space before ``, . ! ?``, words split on spaces, as the book), so
+``corpus_bleu`` scores exactly those tokens with sacrebleu's ``tokenize="none"``.
+Scores are on a 0-100 scale and are not comparable with detokenized WMT scores
+(which use ``"13a"``). chrF works on characters and ignores whitespace either way.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from collections.abc import Sequence
+
+from sacrebleu.metrics import BLEU, CHRF
+
+__all__ = ["bleu", "bleu_from_stats", "bleu_stats", "corpus_bleu", "corpus_chrf", "perplexity"]
+
+
+def bleu(pred_seq: str, label_seq: str, k: int) -> float:
+    """The book's sentence BLEU in [0, 1]: brevity penalty times clipped n-gram precisions.
+
+    ``exp(min(0, 1 - len_label / len_pred)) * prod_{n=1..k} p_n ** (1 / 2**n)``.
+
+    Difference from the book: when the prediction is shorter than some n <= k (the
+    empty prediction included), the book divides by zero; this returns 0.0 instead.
+    """
+    if not isinstance(pred_seq, str) or not isinstance(label_seq, str):
+        raise TypeError(
+            f"pred_seq and label_seq must be str, got {type(pred_seq).__name__} "
+            f"and {type(label_seq).__name__}"
+        )
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive int, got {k!r}")
+    pred_tokens, label_tokens = pred_seq.split(" "), label_seq.split(" ")
+    if pred_seq == "":
+        pred_tokens = []
+    len_pred, len_label = len(pred_tokens), len(label_tokens)
+    if len_pred < k:
+        return 0.0
+    score = math.exp(min(0, 1 - len_label / len_pred))
+    for n in range(1, k + 1):
+        num_matches = 0
+        label_subs = collections.Counter(
+            " ".join(label_tokens[i : i + n]) for i in range(len_label - n + 1)
+        )
+        for i in range(len_pred - n + 1):
+            gram = " ".join(pred_tokens[i : i + n])
+            if label_subs[gram] > 0:
+                num_matches += 1
+                label_subs[gram] -= 1
+        score *= math.pow(num_matches / (len_pred - n + 1), math.pow(0.5, n))
+    return score
+
+
+def _check_corpus(hyps: Sequence[str], refs: Sequence[str]) -> None:
+    if isinstance(hyps, str) or isinstance(refs, str):
+        raise TypeError("hyps and refs must be sequences of sentences, not a single str")
+    if len(hyps) != len(refs):
+        raise ValueError(
+            f"hyps and refs must have the same length, got {len(hyps)} and {len(refs)}"
+        )
+
+
+_BLEU = BLEU(tokenize="none")
+
+
+def bleu_stats(hyps: Sequence[str], refs: Sequence[str]) -> list[int]:
+    """Sufficient statistics of corpus BLEU: 4 matches, 4 totals, hyp length, ref length.
+
+    They add up over shards, so distributed workers sum them (all-reduce) and then
+    call ``bleu_from_stats``.
+    """
+    _check_corpus(hyps, refs)
+    if not hyps:
+        return [0] * 10
+    s = _BLEU.corpus_score(list(hyps), [list(refs)])
+    return [*s.counts, *s.totals, s.sys_len, s.ref_len]
+
+
+def bleu_from_stats(stats: Sequence[int | float]) -> float:
+    """Corpus BLEU (0-100, sacrebleu's default exponential smoothing) from ``bleu_stats``."""
+    if len(stats) != 10:
+        raise ValueError(f"stats must have 10 numbers (see bleu_stats), got {len(stats)}")
+    s = [int(x) for x in stats]
+    if s[8] == 0:
+        return 0.0
+    return float(BLEU.compute_bleu(s[0:4], s[4:8], s[8], s[9], smooth_method="exp").score)
+
+
+def corpus_bleu(hyps: Sequence[str], refs: Sequence[str]) -> float:
+    """sacrebleu corpus BLEU (0-100) of space-tokenized sentences, one reference each."""
+    return bleu_from_stats(bleu_stats(hyps, refs))
+
+
+def corpus_chrf(hyps: Sequence[str], refs: Sequence[str]) -> float:
+    """sacrebleu corpus chrF (0-100), one reference each."""
+    _check_corpus(hyps, refs)
+    if not hyps:
+        return 0.0
+    return float(CHRF().corpus_score(list(hyps), [list(refs)]).score)
+
+
+def perplexity(mean_nll: float) -> float:
+    """exp of the mean negative log-likelihood per token (nats)."""
+    mean_nll = float(mean_nll)
+    if math.isnan(mean_nll) or mean_nll < 0:
+        raise ValueError(f"mean_nll must be a non-negative number, got {mean_nll}")
+    return math.exp(min(mean_nll, 700.0))

@@ -1,0 +1,175 @@
+"""Model registry: build any encoder-decoder from an architecture name and a config dict.
+
+Each architecture registers a builder and a default config (a frozen dataclass that
+validates itself in ``__post_init__``)::
+
+    register_arch("transformer", build_transformer, TransformerConfig())
+    model = build_model("transformer", {"num_layers": 2}, src_vocab_size, tgt_vocab_size)
+
+The CLI and checkpoints only ever go through here, so a newly registered
+architecture works with ``attnkit translate train --arch NAME`` at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from attnkit.models.seq2seq import (
+    EncoderDecoder,
+    Seq2SeqAttentionDecoder,
+    Seq2SeqDecoder,
+    Seq2SeqEncoder,
+)
+
+__all__ = [
+    "Seq2SeqConfig",
+    "arch_config",
+    "available_archs",
+    "build_model",
+    "parse_config_overrides",
+    "register_arch",
+]
+
+Builder = Callable[[Any, int, int], EncoderDecoder]
+
+
+@dataclass(frozen=True)
+class _Arch:
+    builder: Builder
+    default_config: Any
+
+
+_ARCHS: dict[str, _Arch] = {}
+
+
+def register_arch(name: str, builder: Builder, default_config: Any) -> None:
+    """Register ``builder(config, src_vocab_size, tgt_vocab_size) -> EncoderDecoder``.
+
+    ``default_config`` is a dataclass instance; ``build_model`` overrides its fields
+    with ``dataclasses.replace`` (so its ``__post_init__`` validates the result).
+    Registering a name again replaces the previous entry.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    if not callable(builder):
+        raise TypeError(f"builder must be callable, got {type(builder).__name__}")
+    if not dataclasses.is_dataclass(default_config) or isinstance(default_config, type):
+        raise TypeError(
+            f"default_config must be a dataclass instance, got {type(default_config).__name__}"
+        )
+    _ARCHS[name] = _Arch(builder, default_config)
+
+
+def available_archs() -> list[str]:
+    """Registered architecture names, sorted."""
+    return sorted(_ARCHS)
+
+
+def _get(arch: str) -> _Arch:
+    if arch not in _ARCHS:
+        raise ValueError(f"unknown arch {arch!r}; expected one of {available_archs()}")
+    return _ARCHS[arch]
+
+
+def arch_config(arch: str, config: Mapping[str, Any] | None = None) -> Any:
+    """The validated config dataclass of ``arch``: its defaults overridden by ``config``."""
+    default = _get(arch).default_config
+    config = dict(config or {})
+    fields = {f.name for f in dataclasses.fields(default)}
+    unknown = sorted(set(config) - fields)
+    if unknown:
+        raise ValueError(
+            f"unknown config key(s) {unknown} for arch {arch!r}; expected some of {sorted(fields)}"
+        )
+    return dataclasses.replace(default, **config)
+
+
+def build_model(
+    arch: str, config: Mapping[str, Any] | None, src_vocab_size: int, tgt_vocab_size: int
+) -> EncoderDecoder:
+    """Build ``arch`` with ``config`` (a dict of overrides, or the config dataclass)."""
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        config = dataclasses.asdict(config)
+    for name, v in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size)):
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    cfg = arch_config(arch, config)
+    model = _get(arch).builder(cfg, src_vocab_size, tgt_vocab_size)
+    if not isinstance(model, EncoderDecoder):
+        raise TypeError(f"builder of {arch!r} returned {type(model).__name__}, not EncoderDecoder")
+    return model
+
+
+def parse_config_overrides(arch: str, items: list[str] | None) -> dict[str, Any]:
+    """``["num_layers=2", "dropout=0.1"]`` -> typed dict, types taken from the arch's config."""
+    default = _get(arch).default_config
+    hints = typing.get_type_hints(type(default))
+    fields = {f.name for f in dataclasses.fields(default)}
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise ValueError(f"model config override must look like KEY=VALUE, got {item!r}")
+        if key not in fields:
+            raise ValueError(
+                f"unknown config key {key!r} for arch {arch!r}; expected one of {sorted(fields)}"
+            )
+        typ = hints.get(key, str)
+        try:
+            if typ is bool:
+                if raw.lower() not in ("true", "false", "1", "0"):
+                    raise ValueError(raw)
+                out[key] = raw.lower() in ("true", "1")
+            elif typ in (int, float, str):
+                out[key] = typ(raw)
+            else:
+                out[key] = raw
+        except ValueError:
+            raise ValueError(
+                f"model config {key}={raw!r}: expected a {getattr(typ, '__name__', typ)}"
+            ) from None
+    return out
+
+
+# ----------------------------------------------------------------------------- built-in archs
+
+
+@dataclass(frozen=True)
+class Seq2SeqConfig:
+    """GRU encoder-decoder sizes (the book's defaults for chapter 9-10 runs)."""
+
+    embed_size: int = 32
+    num_hiddens: int = 32
+    num_layers: int = 2
+    dropout: float = 0.1
+
+    def __post_init__(self) -> None:
+        for name in ("embed_size", "num_hiddens", "num_layers"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if not isinstance(self.dropout, int | float) or not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be a float in [0, 1), got {self.dropout!r}")
+
+
+def _build_seq2seq(cfg: Seq2SeqConfig, src_vocab_size: int, tgt_vocab_size: int):
+    args = (cfg.embed_size, cfg.num_hiddens, cfg.num_layers, cfg.dropout)
+    return EncoderDecoder(
+        Seq2SeqEncoder(src_vocab_size, *args), Seq2SeqDecoder(tgt_vocab_size, *args)
+    )
+
+
+def _build_bahdanau(cfg: Seq2SeqConfig, src_vocab_size: int, tgt_vocab_size: int):
+    args = (cfg.embed_size, cfg.num_hiddens, cfg.num_layers, cfg.dropout)
+    return EncoderDecoder(
+        Seq2SeqEncoder(src_vocab_size, *args), Seq2SeqAttentionDecoder(tgt_vocab_size, *args)
+    )
+
+
+register_arch("seq2seq", _build_seq2seq, Seq2SeqConfig())
+register_arch("bahdanau", _build_bahdanau, Seq2SeqConfig())
