@@ -115,7 +115,102 @@ def try_gpu(i: int = 0) -> torch.device:
 _ = nn  # keep `nn` importable as d2l.nn users sometimes expect
 
 # ---------------------------------------------------------------- chapter 8: text and RNNs (issue 3)
-# (chapter 8 names go here)
+# (chapter 8 names: thin wrappers over attnkit.data.lm, attnkit.models.rnn, attnkit.training.lm)
+from attnkit.data import lm as _lm  # noqa: E402
+from attnkit.data import text as _text  # noqa: E402
+from attnkit.models import rnn as _rnn  # noqa: E402
+from attnkit.training import lm as _lmtrain  # noqa: E402
+
+tokenize = _text.tokenize
+Vocab = _text.Vocab
+count_corpus = _text.count_corpus
+seq_data_iter_random = _lm.seq_data_iter_random
+seq_data_iter_sequential = _lm.seq_data_iter_sequential
+
+
+def read_time_machine():
+    """The book's lines: ``$ATTNKIT_TIMEMACHINE``, else the (cached) hub download."""
+    return _lm.read_time_machine()
+
+
+def load_corpus_time_machine(max_tokens=-1):
+    """Character corpus and vocab of The Time Machine; the book prints ``(170580, 28)``."""
+    return _lm.load_corpus(read_time_machine(), "char", max_tokens)
+
+
+class SeqDataLoader(_lm.LMDataLoader):
+    """The book's ``SeqDataLoader(batch_size, num_steps, use_random_iter, max_tokens)``."""
+
+    def __init__(self, batch_size, num_steps, use_random_iter, max_tokens):
+        corpus, self.vocab = load_corpus_time_machine(max_tokens)
+        super().__init__(corpus, batch_size, num_steps, use_random_iter)
+
+
+def load_data_time_machine(batch_size, num_steps, use_random_iter=False, max_tokens=10000):
+    data_iter = SeqDataLoader(batch_size, num_steps, use_random_iter, max_tokens)
+    return data_iter, data_iter.vocab
+
+
+class RNNModelScratch:
+    """The book's glue for functional scratch models: ``forward_fn(one_hot(X.T), state, params)``."""
+
+    def __init__(self, vocab_size, num_hiddens, device, get_params, init_state, forward_fn):
+        self.vocab_size, self.num_hiddens = vocab_size, num_hiddens
+        self.params = get_params(vocab_size, num_hiddens, device)
+        self.init_state, self.forward_fn = init_state, forward_fn
+
+    def __call__(self, X, state):
+        X = torch.nn.functional.one_hot(X.T, self.vocab_size).type(torch.float32)
+        return self.forward_fn(X, state, self.params)
+
+    def begin_state(self, batch_size, device):
+        return self.init_state(batch_size, self.num_hiddens, device)
+
+
+class RNNModel(_rnn.RNNLM):
+    """The book's ``RNNModel(rnn_layer, vocab_size)``: same ``rnn.*``/``linear.*`` keys."""
+
+    def __init__(self, rnn_layer, vocab_size, **kwargs):
+        super().__init__(rnn_layer, vocab_size)
+
+
+def predict_ch8(prefix, num_preds, net, vocab, device):
+    """Greedy continuation of ``prefix`` (unknown prefix characters raise ValueError)."""
+    return _lmtrain.generate(net, vocab, prefix, num_preds, device=device)
+
+
+def grad_clipping(net, theta):
+    """Global L2-norm clipping (``clip_grad_norm_``); returns the norm before clipping."""
+    return _lmtrain.clip_gradients(net, theta)
+
+
+def train_epoch_ch8(net, train_iter, loss, updater, device, use_random_iter):
+    stats = _lmtrain.train_epoch(
+        net, train_iter, updater, loss=loss, device=device, use_random_iter=use_random_iter
+    )
+    return stats.perplexity, stats.tokens_per_sec
+
+
+def train_ch8(net, train_iter, vocab, lr, num_epochs, device, use_random_iter=False):
+    """SGD with clipping at 1; a progress bar instead of the Animator; returns the history."""
+    if isinstance(net, nn.Module):
+        updater = torch.optim.SGD(net.parameters(), lr)
+    else:
+        updater = _lmtrain.sgd_update(net.params, lr)
+    hist = _lmtrain.train_lm(
+        net,
+        train_iter,
+        num_epochs=num_epochs,
+        updater=updater,
+        device=device,
+        use_random_iter=use_random_iter,
+    )
+    ppl, speed = hist.perplexity[-1], hist.tokens_per_sec[-1]
+    print(f"perplexity {ppl:.1f}, {speed:.1f} tokens/sec on {device!s}")
+    print(predict_ch8("time traveller", 50, net, vocab, device))
+    print(predict_ch8("traveller", 50, net, vocab, device))
+    return hist
+
 
 # ---------------------------------------------------------------- chapter 9: NMT data (issue 4)
 # (chapter 9 data names go here)

@@ -248,7 +248,8 @@ def seq_data_iter_sequential(
 class LMDataLoader:
     """Re-iterable minibatches over a corpus; each epoch draws a fresh offset/shuffle.
 
-    ``seed`` makes the sequence of epochs reproducible. ``rank``/``world_size`` shard the
+    ``seed`` makes the sequence of epochs reproducible (None: seeded from the global
+    ``random`` module once, so ``random.seed`` still works for book-style code). ``rank``/``world_size`` shard the
     batch rows (rank r keeps rows r, r + world_size, ...), which keeps sequential
     partitioning contiguous per row; with world_size 1 (default) nothing changes.
     """
@@ -275,7 +276,7 @@ class LMDataLoader:
         self.batch_size, self.num_steps = batch_size, num_steps
         self.use_random_iter = use_random_iter
         self.rank, self.world_size = rank, world_size
-        self.rng = random.Random(seed) if seed is not None else random.Random()
+        self.rng = random.Random(seed) if seed is not None else _default_rng(None)
         self.data_iter_fn = seq_data_iter_random if use_random_iter else seq_data_iter_sequential
 
     def __iter__(self) -> Iterator[tuple[Tensor, Tensor]]:

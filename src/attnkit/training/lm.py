@@ -32,6 +32,7 @@ __all__ = [
     "make_optimizer",
     "model_parameters",
     "perplexity",
+    "sgd_update",
     "train_epoch",
     "train_lm",
 ]
@@ -89,6 +90,22 @@ def make_optimizer(model, name: str = "sgd", lr: float = 1.0) -> torch.optim.Opt
     if name == "adam":
         return torch.optim.Adam(params, lr=lr)
     raise ValueError(f"optimizer must be 'sgd' or 'adam', got {name!r}")
+
+
+def sgd_update(params: Iterable[Tensor], lr: float) -> Callable[[int], None]:
+    """The book's ``sgd`` as an updater: ``p -= lr * p.grad / batch_size``, then zero grads."""
+    if not lr > 0:
+        raise ValueError(f"lr must be positive, got {lr}")
+    params = list(params)
+
+    @torch.no_grad()
+    def update(batch_size: int) -> None:
+        for p in params:
+            if p.grad is not None:
+                p -= lr * p.grad / batch_size
+                p.grad.zero_()
+
+    return update
 
 
 @dataclass
