@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-__all__ = ["DecodeResult", "greedy_decode"]
+__all__ = ["DecodeResult", "greedy_decode", "translate"]
 
 
 @dataclass
@@ -126,3 +126,48 @@ def _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_s
 # Beam search goes here: ``beam_search(model, src, src_len, *, bos_id, eos_id, max_len,
 # beam_size, length_penalty) -> DecodeResult``, expanding each row to ``beam_size``
 # hypotheses and selecting survivors with ``decoder.reorder_state(state, index)``.
+
+
+def translate(
+    model: nn.Module,
+    data,
+    sentences: list[str],
+    *,
+    batch_size: int = 256,
+    max_len: int | None = None,
+    return_attention: bool = False,
+) -> tuple[list[str], list[Tensor] | None]:
+    """Translate source sentences with greedy decoding, ``batch_size`` sentences at a time.
+
+    ``data`` is a ``TranslationData`` (its ``encode_source`` preprocesses and checks the
+    sentences, its ``tgt_vocab`` maps ids back). Sentences are decoded in order of
+    length (less padding) and returned in input order. ``max_len`` defaults to
+    ``data.max_len + 2`` target steps.
+    """
+    if isinstance(sentences, str):
+        raise TypeError("sentences must be a list of str, not a single str")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    max_len = data.max_len + 2 if max_len is None else max_len
+    device = next(model.parameters()).device
+    tgt_vocab = data.tgt_vocab
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].split()))
+    hyps: list[str] = [""] * len(sentences)
+    attention: list[Tensor] | None = [None] * len(sentences) if return_attention else None
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        src, src_len = data.encode_source([sentences[i] for i in idx])
+        res = greedy_decode(
+            model,
+            src.to(device),
+            src_len.to(device),
+            bos_id=tgt_vocab["<bos>"],
+            eos_id=tgt_vocab["<eos>"],
+            max_len=max_len,
+            return_attention=return_attention,
+        )
+        for j, i in enumerate(idx):
+            hyps[i] = " ".join(tgt_vocab.to_tokens(res.tokens[j]))
+            if attention is not None:
+                attention[i] = res.attention[j]
+    return hyps, attention

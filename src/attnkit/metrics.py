@@ -63,7 +63,7 @@ def _check_corpus(hyps: Sequence[str], refs: Sequence[str]) -> None:
         )
 
 
-_BLEU = BLEU(tokenize="none")
+_BLEU = BLEU(tokenize="none", force=True)  # force: our text is tokenized on purpose
 
 
 def bleu_stats(hyps: Sequence[str], refs: Sequence[str]) -> list[int]:

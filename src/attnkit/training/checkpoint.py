@@ -1,0 +1,201 @@
+"""Checkpoint directories: atomic saves, safe loads (no arbitrary unpickling).
+
+A checkpoint is a directory::
+
+    config.json              arch, model/train config, data + vocabularies, epoch, metrics history,
+                             and the names + sha256 of the two files below (the commit record)
+    model-<tag>.pt           model state_dict (torch.save)
+    trainer-<tag>.pt         optimizer state, step/epoch, RNG states (torch.save)
+    curves.png               written by the trainer
+
+Saving writes the two tensor files under fresh names (temp file + ``os.replace``),
+then replaces ``config.json`` atomically, then deletes files no longer referenced.
+``config.json`` is the single commit point: a save that fails at any moment leaves
+the previous checkpoint loadable. Loading checks the sha256 of each file and uses
+``torch.load(weights_only=True)``, which only rebuilds tensors and plain containers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import random
+import secrets
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = [
+    "CONFIG_NAME",
+    "Checkpoint",
+    "get_rng_state",
+    "load_checkpoint",
+    "read_checkpoint_config",
+    "save_checkpoint",
+    "set_rng_state",
+]
+
+CONFIG_NAME = "config.json"
+FORMAT = "attnkit-checkpoint"
+VERSION = 1
+
+
+@dataclass
+class Checkpoint:
+    path: Path
+    config: dict[str, Any]  # the parsed config.json
+    model_state: dict[str, torch.Tensor]
+    trainer_state: dict[str, Any] | None
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _torch_bytes(obj: Any) -> bytes:
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def save_checkpoint(
+    directory: str | os.PathLike,
+    config: dict[str, Any],
+    model_state: dict[str, torch.Tensor],
+    trainer_state: dict[str, Any] | None = None,
+) -> Path:
+    """Atomically write a checkpoint into ``directory`` (created if needed); return it.
+
+    ``config`` must be JSON-serializable; ``model_state``/``trainer_state`` may hold
+    only tensors, numbers, strings, None and lists/tuples/dicts of them.
+    """
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a dict, got {type(config).__name__}")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    tag = f"{int(config.get('step', 0)):08d}-{secrets.token_hex(3)}"
+    files = {"model": f"model-{tag}.pt"}
+    payloads = {"model": _torch_bytes(model_state)}
+    if trainer_state is not None:
+        files["trainer"] = f"trainer-{tag}.pt"
+        payloads["trainer"] = _torch_bytes(trainer_state)
+    record = {
+        **config,
+        "format": FORMAT,
+        "version": VERSION,
+        "files": files,
+        "sha256": {k: hashlib.sha256(b).hexdigest() for k, b in payloads.items()},
+    }
+    text = json.dumps(record, indent=2, sort_keys=False)  # fails before touching the disk
+    for key, data in payloads.items():
+        _atomic_write_bytes(directory / files[key], data)
+    _atomic_write_bytes(directory / CONFIG_NAME, text.encode())  # the commit point
+    keep = set(files.values())
+    for old in [*directory.glob("model-*.pt"), *directory.glob("trainer-*.pt")]:
+        if old.name not in keep:
+            old.unlink(missing_ok=True)
+    return directory
+
+
+def read_checkpoint_config(directory: str | os.PathLike) -> dict[str, Any]:
+    """Parse and check ``config.json`` of a checkpoint directory (no tensors loaded)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"no checkpoint at {directory}: not a directory")
+    cfg_path = directory / CONFIG_NAME
+    if not cfg_path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {directory}: {CONFIG_NAME} is missing")
+    try:
+        config = json.loads(cfg_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"checkpoint {cfg_path} is corrupted (not valid JSON: {e})") from None
+    if not isinstance(config, dict) or config.get("format") != FORMAT:
+        raise ValueError(f"{cfg_path} is not an attnkit checkpoint (format != {FORMAT!r})")
+    if config.get("version") != VERSION:
+        raise ValueError(
+            f"checkpoint {directory} has format version {config.get('version')!r}; "
+            f"this attnkit reads version {VERSION}"
+        )
+    return config
+
+
+def _load_file(directory: Path, config: dict, key: str, map_location) -> Any:
+    name = config["files"][key]
+    path = directory / name
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint {directory} is incomplete: {name} is missing")
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != config["sha256"][key]:
+        raise ValueError(f"checkpoint file {path} is corrupted (sha256 does not match config.json)")
+    try:
+        return torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
+    except Exception as e:  # unpickling errors of every kind
+        raise ValueError(f"could not load checkpoint file {path}: {e}") from None
+
+
+def load_checkpoint(
+    directory: str | os.PathLike, map_location: str | torch.device = "cpu", trainer: bool = True
+) -> Checkpoint:
+    """Load a checkpoint written by ``save_checkpoint``; clear errors if missing or corrupted."""
+    directory = Path(directory)
+    config = read_checkpoint_config(directory)
+    model_state = _load_file(directory, config, "model", map_location)
+    trainer_state = None
+    if trainer and "trainer" in config.get("files", {}):
+        trainer_state = _load_file(directory, config, "trainer", map_location)
+    return Checkpoint(directory, config, model_state, trainer_state)
+
+
+# ----------------------------------------------------------------------------- RNG states
+
+
+def get_rng_state() -> dict[str, Any]:
+    """torch (CPU + CUDA), Python and NumPy RNG states as weights_only-loadable data."""
+    np_state = np.random.get_state()
+    state: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "numpy": {
+            "keys": torch.from_numpy(np_state[1].astype(np.int64)),
+            "pos": int(np_state[2]),
+            "has_gauss": int(np_state[3]),
+            "cached_gaussian": float(np_state[4]),
+        },
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore the states saved by ``get_rng_state``."""
+    torch.set_rng_state(state["torch"].cpu())
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    n = state["numpy"]
+    np.random.set_state(
+        (
+            "MT19937",
+            n["keys"].numpy().astype(np.uint32),
+            n["pos"],
+            n["has_gauss"],
+            n["cached_gaussian"],
+        )
+    )
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
