@@ -12,6 +12,7 @@ cache projected keys and values and pay for one new position per step.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit.attention.masking import causal_mask, check_valid_lens, lengths_to_mask
@@ -152,8 +153,14 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(
                 f"queries and keys must share the batch size, got {queries.shape[0]} and {k.shape[0]}"
             )
-        B, Q, _ = queries.shape
         q = self._split(self.W_q(queries))  # (B, H, Q, Dh)
+        return self._attend_heads(q, k, v, mask, need_weights)
+
+    def _attend_heads(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool | None
+    ) -> Tensor:
+        """Per-head attention of projected q (B, H, Q, Dh), k, v (B, H, K, Dh) -> (B, Q, D)."""
+        B, _, Q, _ = q.shape
         want = self.wants_weights() if need_weights is None else need_weights
         p = self.attention.dropout if self.training else 0.0
         out, weights = scaled_dot_product(q, k, v, mask, p, want)  # (B, H, Q, Dh)
@@ -173,9 +180,30 @@ class MultiHeadAttention(nn.Module):
         causal: bool = False,
         need_weights: bool | None = None,
     ) -> Tensor:  # (B, Q, D)
-        k, v = self.project_kv(keys, values)
         self._check_input("queries", queries, self.W_q.in_features)
         mask = self.build_mask(
             queries.shape[0], queries.shape[1], keys.shape[1], valid_lens, causal, queries.device
         )
+        if queries is keys and keys is values:
+            return self.self_attend(queries, mask, need_weights)
+        k, v = self.project_kv(keys, values)
         return self.attend(queries, k, v, mask, need_weights)
+
+    def self_attend(
+        self,
+        X: Tensor,  # (B, T, D): queries, keys and values at once
+        mask: Tensor | None = None,  # bool, broadcastable to (B, H, T, T)
+        need_weights: bool | None = None,
+    ) -> Tensor:  # (B, T, D)
+        """Self-attention with one fused projection: X @ [W_q; W_k; W_v]ᵀ, then split."""
+        self._check_input("X", X, self.W_q.in_features)
+        if not (self.W_q.in_features == self.W_k.in_features == self.W_v.in_features):
+            return self.attend(X, *self.project_kv(X, X), mask, need_weights)
+        B, T, _ = X.shape
+        weight = torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight])  # (3D, D)
+        bias = None
+        if self.W_q.bias is not None:
+            bias = torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias])
+        qkv = F.linear(X, weight, bias).view(B, T, 3, self.num_heads, -1)  # (B, T, 3, H, Dh)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, T, Dh)
+        return self._attend_heads(q, k, v, mask, need_weights)
