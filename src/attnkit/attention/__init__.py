@@ -10,6 +10,7 @@ from attnkit.attention.masking import (
 )
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import PositionalEncoding, sinusoidal_table
+from attnkit.attention.recording import record_attention
 from attnkit.attention.scoring import AdditiveAttention, DotProductAttention, scaled_dot_product
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "causal_mask",
     "lengths_to_mask",
     "masked_softmax",
+    "record_attention",
     "scaled_dot_product",
     "sequence_mask",
     "sinusoidal_table",

@@ -1,0 +1,327 @@
+"""The Transformer encoder-decoder (Vaswani et al., 2017) as in the book, on attnkit's attention.
+
+Shape legend: B batch, S source length, T target length, D model width (d_model),
+H heads, F feed-forward width (d_ff), V vocabulary size, L layers.
+
+    enc:  X = PE(Embed(src) * sqrt(D));  per block: X = AddNorm(X, SelfAttn(X)); X = AddNorm(X, FFN(X))
+    dec:  Y = PE(Embed(tgt) * sqrt(D));  per block: Y = AddNorm(Y, CausalSelfAttn(Y))
+                                                    Y = AddNorm(Y, CrossAttn(Y, enc));  Y = AddNorm(Y, FFN(Y))
+          logits = Dense(Y)
+
+Post-norm as the book (``LayerNorm(X + Dropout(Y))``) or pre-norm
+(``X + Dropout(Y(LayerNorm(X)))`` plus a final LayerNorm) by config.
+
+The decoder is causal in every mode (the book's is not in a full eval-mode pass).
+Its state is the book's layout ``[enc_outputs, enc_valid_lens, caches]`` where
+``caches[i]`` holds block i's *projected* self-attention keys/values of the
+positions decoded so far and the projected encoder keys/values, so each
+incremental step projects one new position only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from attnkit.attention.masking import causal_mask, check_valid_lens
+from attnkit.attention.multihead import MultiHeadAttention
+from attnkit.attention.positional import PositionalEncoding
+from attnkit.models.seq2seq import AttentionDecoder, Encoder, EncoderDecoder, check_tokens
+
+__all__ = [
+    "PRESETS",
+    "AddNorm",
+    "BlockCache",
+    "DecoderBlock",
+    "EncoderBlock",
+    "PositionWiseFFN",
+    "TransformerConfig",
+    "TransformerDecoder",
+    "TransformerEncoder",
+    "build_transformer",
+]
+
+BlockCache = tuple[
+    Tensor, Tensor, Tensor, Tensor
+]  # self k, self v, cross k, cross v: (B, H, *, Dh)
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Hyperparameters of the encoder-decoder; validated on creation."""
+
+    d_model: int = 32
+    num_heads: int = 4
+    num_layers: int = 2
+    d_ff: int = 64
+    dropout: float = 0.1
+    max_len: int = 1000
+    pre_norm: bool = False
+    bias: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("d_model", "num_heads", "num_layers", "d_ff", "max_len"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if self.d_model % self.num_heads:
+            raise ValueError(
+                f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})"
+            )
+        if not isinstance(self.dropout, int | float) or not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+
+
+PRESETS: dict[str, TransformerConfig] = {
+    # the book's: 32 wide, 2 layers, 4 heads, FFN 64, dropout 0.1
+    "book": TransformerConfig(),
+    # the main job's default: small enough to train in minutes on 2 CPU cores
+    "small": TransformerConfig(d_model=64, num_heads=4, num_layers=2, d_ff=128, dropout=0.1),
+    # a larger model, for real data and GPUs
+    "base": TransformerConfig(d_model=256, num_heads=8, num_layers=4, d_ff=1024, dropout=0.1),
+}
+
+
+class PositionWiseFFN(nn.Module):
+    """Linear -> ReLU -> Linear, applied at every position."""
+
+    def __init__(self, ffn_num_input: int, ffn_num_hiddens: int, ffn_num_outputs: int) -> None:
+        super().__init__()
+        self.dense1 = nn.Linear(ffn_num_input, ffn_num_hiddens)
+        self.relu = nn.ReLU()
+        self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
+
+    def forward(self, X: Tensor) -> Tensor:  # (B, T, D) -> (B, T, D_out)
+        return self.dense2(self.relu(self.dense1(X)))
+
+
+class AddNorm(nn.Module):
+    """Residual connection + LayerNorm: post-norm ``LN(X + Dropout(Y))`` or pre-norm.
+
+    With ``pre_norm`` the block normalizes the sublayer's input (``pre(X)``) and the
+    residual is ``X + Dropout(Y)``.
+    """
+
+    def __init__(self, normalized_shape, dropout: float, pre_norm: bool = False) -> None:
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.ln = nn.LayerNorm(normalized_shape)
+        self.pre_norm = pre_norm
+
+    def pre(self, X: Tensor) -> Tensor:
+        """The sublayer's input: LN(X) in pre-norm, X itself in post-norm."""
+        return self.ln(X) if self.pre_norm else X
+
+    def forward(self, X: Tensor, Y: Tensor) -> Tensor:  # (B, T, D), (B, T, D)
+        if self.pre_norm:
+            return X + self.dropout(Y)
+        return self.ln(self.dropout(Y) + X)
+
+
+class EncoderBlock(nn.Module):
+    """Self-attention and a position-wise FFN, each wrapped in AddNorm."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        c = config
+        self.attention = MultiHeadAttention(c.d_model, c.num_heads, c.dropout, c.bias)
+        self.addnorm1 = AddNorm(c.d_model, c.dropout, c.pre_norm)
+        self.ffn = PositionWiseFFN(c.d_model, c.d_ff, c.d_model)
+        self.addnorm2 = AddNorm(c.d_model, c.dropout, c.pre_norm)
+
+    def forward(self, X: Tensor, mask: Tensor | None = None) -> Tensor:
+        return self.run(X, mask)
+
+    def run(self, X: Tensor, mask: Tensor | None = None) -> Tensor:
+        """X (B, S, D); mask bool broadcastable to (B, H, S, S), True = attend."""
+        Y = self.addnorm1(X, self.attention.self_attend(self.addnorm1.pre(X), mask))
+        return self.addnorm2(Y, self.ffn(self.addnorm2.pre(Y)))
+
+
+def _check_ids(X: Tensor, vocab_size: int, name: str) -> None:
+    check_tokens(X, name)
+    if X.numel() and (int(X.min()) < 0 or int(X.max()) >= vocab_size):
+        raise ValueError(
+            f"{name} holds token ids in [{int(X.min())}, {int(X.max())}], "
+            f"outside the vocabulary [0, {vocab_size})"
+        )
+
+
+def _padding_mask(valid_lens: Tensor | None, B: int, S: int, device) -> Tensor | None:
+    """Key lengths (B,) -> bool (B, 1, 1, S); None stays None."""
+    if valid_lens is None:
+        return None
+    check_valid_lens(valid_lens, B, 1, S, name="valid_lens")
+    if valid_lens.dim() != 1:
+        raise ValueError(f"valid_lens must be (B,), got shape {tuple(valid_lens.shape)}")
+    return (torch.arange(S, device=device) < valid_lens.to(device)[:, None])[:, None, None, :]
+
+
+class TransformerEncoder(Encoder):
+    """Embedding * sqrt(D) + positional encoding, then ``num_layers`` encoder blocks."""
+
+    def __init__(
+        self, vocab_size: int, config: TransformerConfig, make_block: Callable | None = None
+    ) -> None:
+        super().__init__()
+        if not isinstance(vocab_size, int) or vocab_size <= 0:
+            raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
+        self.config = config
+        self.vocab_size = vocab_size
+        self.num_hiddens = config.d_model
+        self.embedding = nn.Embedding(vocab_size, config.d_model)
+        self.pos_encoding = PositionalEncoding(config.d_model, config.dropout, config.max_len)
+        self.blks = nn.Sequential()
+        make_block = make_block or (lambda i: EncoderBlock(config))
+        for i in range(config.num_layers):
+            self.blks.add_module(f"block{i}", make_block(i))
+        self.final_norm = nn.LayerNorm(config.d_model) if config.pre_norm else nn.Identity()
+
+    def forward(self, X: Tensor, valid_lens: Tensor | None = None, *args) -> Tensor:
+        """X (B, S) token ids, valid_lens (B,) -> (B, S, D)."""
+        _check_ids(X, self.vocab_size, "src")
+        mask = _padding_mask(valid_lens, X.shape[0], X.shape[1], X.device)
+        X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))
+        for blk in self.blks:
+            X = blk.run(X, mask)
+        return self.final_norm(X)
+
+    @property
+    def attention_weights(self) -> list[Tensor | None]:
+        """Per block: self-attention (B, H, S, S) of the last forward, when recorded."""
+        return [blk.attention.attention_weights for blk in self.blks]
+
+
+class DecoderBlock(nn.Module):
+    """Causal self-attention, encoder-decoder attention and an FFN, each with AddNorm."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        c = config
+        self.attention1 = MultiHeadAttention(c.d_model, c.num_heads, c.dropout, c.bias)
+        self.addnorm1 = AddNorm(c.d_model, c.dropout, c.pre_norm)
+        self.attention2 = MultiHeadAttention(c.d_model, c.num_heads, c.dropout, c.bias)
+        self.addnorm2 = AddNorm(c.d_model, c.dropout, c.pre_norm)
+        self.ffn = PositionWiseFFN(c.d_model, c.d_ff, c.d_model)
+        self.addnorm3 = AddNorm(c.d_model, c.dropout, c.pre_norm)
+
+    def forward(self, X: Tensor, enc_outputs: Tensor, cross_mask=None, cache=None):
+        return self.step(X, enc_outputs, cross_mask, cache)
+
+    def step(
+        self,
+        X: Tensor,  # (B, T, D): the new positions
+        enc_outputs: Tensor,  # (B, S, D)
+        cross_mask: Tensor | None,  # bool (B, 1, 1, S) or None
+        cache: BlockCache | None = None,  # from the previous call, or None at position 0
+    ) -> tuple[Tensor, BlockCache]:
+        T = X.shape[1]
+        X_in = self.addnorm1.pre(X)
+        k, v = self.attention1.project_kv(X_in, X_in)  # (B, H, T, Dh): the new positions only
+        if cache is not None:
+            k = torch.cat([cache[0], k], dim=2)  # (B, H, past + T, Dh)
+            v = torch.cat([cache[1], v], dim=2)
+            cross_k, cross_v = cache[2], cache[3]
+        else:
+            cross_k, cross_v = self.attention2.project_kv(enc_outputs, enc_outputs)  # (B, H, S, Dh)
+        self_mask = causal_mask(T, k.shape[2], device=X.device)  # (T, past + T)
+        Y = self.addnorm1(X, self.attention1.attend(X_in, k, v, self_mask))
+        Z = self.addnorm2(
+            Y, self.attention2.attend(self.addnorm2.pre(Y), cross_k, cross_v, cross_mask)
+        )
+        out = self.addnorm3(Z, self.ffn(self.addnorm3.pre(Z)))
+        return out, (k, v, cross_k, cross_v)
+
+
+class TransformerDecoder(AttentionDecoder):
+    """Embedding + positional encoding, decoder blocks, then a dense layer to V logits.
+
+    State: ``[enc_outputs (B, S, D), enc_valid_lens (B,) | None, caches (list per block)]``.
+    """
+
+    def __init__(
+        self, vocab_size: int, config: TransformerConfig, make_block: Callable | None = None
+    ) -> None:
+        super().__init__()
+        if not isinstance(vocab_size, int) or vocab_size <= 0:
+            raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
+        self.config = config
+        self.vocab_size = vocab_size
+        self.num_hiddens = config.d_model
+        self.num_layers = config.num_layers
+        self.embedding = nn.Embedding(vocab_size, config.d_model)
+        self.pos_encoding = PositionalEncoding(config.d_model, config.dropout, config.max_len)
+        self.blks = nn.Sequential()
+        make_block = make_block or (lambda i: DecoderBlock(config))
+        for i in range(config.num_layers):
+            self.blks.add_module(f"block{i}", make_block(i))
+        self.final_norm = nn.LayerNorm(config.d_model) if config.pre_norm else nn.Identity()
+        self.dense = nn.Linear(config.d_model, vocab_size)
+
+    def init_state(self, enc_outputs: Tensor, enc_valid_lens: Tensor | None = None, *args) -> list:
+        return [enc_outputs, enc_valid_lens, [None] * self.num_layers]
+
+    def forward(self, X: Tensor, state: list) -> tuple[Tensor, list]:
+        """X (B, T) token ids (the next T positions) -> logits (B, T, V), new state."""
+        _check_ids(X, self.vocab_size, "tgt")
+        enc_outputs, enc_valid_lens, caches = state
+        if enc_outputs.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"tgt has batch size {X.shape[0]} but the state holds {enc_outputs.shape[0]} rows"
+            )
+        past = 0 if caches[0] is None else caches[0][0].shape[2]
+        cross_mask = _padding_mask(enc_valid_lens, *enc_outputs.shape[:2], X.device)
+        Y = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens), offset=past)
+        new_caches = []
+        for blk, cache in zip(self.blks, caches):
+            Y, cache = blk.step(Y, enc_outputs, cross_mask, cache)
+            new_caches.append(cache)
+        return self.dense(self.final_norm(Y)), [enc_outputs, enc_valid_lens, new_caches]
+
+    def reorder_state(self, state: list, index: Tensor) -> list:
+        """Keep/reorder batch rows ``index`` (B',) of every tensor in the state."""
+        enc_outputs, enc_valid_lens, caches = state
+        return [
+            enc_outputs.index_select(0, index),
+            None if enc_valid_lens is None else enc_valid_lens.index_select(0, index),
+            [None if c is None else tuple(t.index_select(0, index) for t in c) for c in caches],
+        ]
+
+    @property
+    def attention_weights(self) -> list[list[Tensor | None]]:
+        """[[self-attention per block], [enc-dec attention per block]], each (B, H, T, K)."""
+        return [
+            [blk.attention1.attention_weights for blk in self.blks],
+            [blk.attention2.attention_weights for blk in self.blks],
+        ]
+
+    def alignment(self) -> Tensor | None:
+        """Enc-dec attention of the last block, averaged over heads: (B, T, S)."""
+        w = self.blks[-1].attention2.attention_weights
+        return None if w is None else w.mean(1)
+
+
+def build_transformer(
+    config: TransformerConfig, src_vocab_size: int, tgt_vocab_size: int
+) -> EncoderDecoder:
+    """The encoder-decoder with Xavier-uniform init of the linear layers (the book's)."""
+    model = EncoderDecoder(
+        TransformerEncoder(src_vocab_size, config), TransformerDecoder(tgt_vocab_size, config)
+    )
+    for m in model.modules():
+        if type(m) is nn.Linear:
+            nn.init.xavier_uniform_(m.weight)
+    return model
+
+
+def _register() -> None:
+    from attnkit.models.registry import register_arch
+
+    register_arch("transformer", build_transformer, PRESETS["book"])
+
+
+_register()

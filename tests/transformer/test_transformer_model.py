@@ -1,0 +1,155 @@
+"""The Transformer: incremental == full pass, causality, padding, config and input errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnkit.attention import record_attention
+from attnkit.models.registry import build_model
+from attnkit.models.transformer import PRESETS, TransformerConfig, build_transformer
+
+
+def tiny(pre_norm: bool = False, dropout: float = 0.0):
+    cfg = TransformerConfig(
+        d_model=16,
+        num_heads=4,
+        num_layers=2,
+        d_ff=32,
+        dropout=dropout,
+        max_len=50,
+        pre_norm=pre_norm,
+    )
+    return build_transformer(cfg, 13, 17).eval()
+
+
+def batch():
+    g = torch.Generator().manual_seed(3)
+    src = torch.randint(0, 13, (3, 6), generator=g)
+    src_len = torch.tensor([6, 4, 1])
+    tgt = torch.randint(0, 17, (3, 5), generator=g)
+    return src, src_len, tgt
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_incremental_decoding_equals_full_pass(pre_norm):
+    model = tiny(pre_norm)
+    src, src_len, tgt = batch()
+    enc = model.encoder(src, src_len)
+    full, _ = model.decoder(tgt, model.decoder.init_state(enc, src_len))
+    state = model.decoder.init_state(enc, src_len)
+    steps = []
+    for t in range(tgt.shape[1]):
+        logits, state = model.decoder(tgt[:, t : t + 1], state)
+        steps.append(logits)
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
+    # the cache holds projected keys/values: (B, H, T, Dh) self, (B, H, S, Dh) cross
+    k, _v, ck, _cv = state[2][0]
+    assert k.shape == (3, 4, 5, 4) and ck.shape == (3, 4, 6, 4)
+
+
+def test_decoder_is_causal_in_eval_full_pass():
+    model = tiny()
+    src, src_len, tgt = batch()
+    enc = model.encoder(src, src_len)
+    a, _ = model.decoder(tgt, model.decoder.init_state(enc, src_len))
+    tgt2 = tgt.clone()
+    tgt2[:, 3:] = (tgt2[:, 3:] + 1) % 17
+    b, _ = model.decoder(tgt2, model.decoder.init_state(enc, src_len))
+    torch.testing.assert_close(a[:, :3], b[:, :3])
+    assert not torch.allclose(a[:, 3:], b[:, 3:])
+
+
+def test_source_padding_does_not_matter():
+    model = tiny()
+    src, src_len, tgt = batch()
+    src2 = src.clone()
+    src2[1, 4:] = (src2[1, 4:] + 5) % 13
+    src2[2, 1:] = 0
+    out1 = model(src, tgt, src_len)[0]
+    out2 = model(src2, tgt, src_len)[0]
+    torch.testing.assert_close(out1, out2, atol=1e-5, rtol=1e-5)
+
+
+def test_attention_weights_only_when_recorded():
+    model = tiny()
+    src, src_len, tgt = batch()
+    model(src, tgt, src_len)
+    assert model.encoder.attention_weights == [None, None]
+    with record_attention(model):
+        logits, _ = model(src, tgt, src_len)
+    enc_w = model.encoder.attention_weights
+    self_w, cross_w = model.decoder.attention_weights
+    assert enc_w[0].shape == (3, 4, 6, 6) and self_w[1].shape == (3, 4, 5, 5)
+    assert cross_w[0].shape == (3, 4, 5, 6)
+    assert (cross_w[0][2, :, :, 1:] == 0).all()  # source of length 1
+    assert (self_w[0].triu(1) == 0).all()  # causal
+    torch.testing.assert_close(model.decoder.alignment(), cross_w[1].mean(1))
+    # recording does not change results; flags restored afterwards
+    torch.testing.assert_close(model(src, tgt, src_len)[0], logits, atol=1e-5, rtol=1e-5)
+    assert not any(getattr(m, "record_weights", False) for m in model.modules())
+
+
+def test_reorder_state_selects_rows():
+    model = tiny()
+    src, src_len, tgt = batch()
+    enc = model.encoder(src, src_len)
+    state = model.decoder(tgt[:, :2], model.decoder.init_state(enc, src_len))[1]
+    idx = torch.tensor([2, 0, 0])
+    re = model.decoder.reorder_state(state, idx)
+    torch.testing.assert_close(re[0], enc[idx])
+    torch.testing.assert_close(re[2][1][0], state[2][1][0][idx])
+    nxt_a = model.decoder(tgt[idx, 2:3], re)[0]
+    nxt_b = model.decoder(tgt[:, 2:3], state)[0][idx]
+    torch.testing.assert_close(nxt_a, nxt_b, atol=1e-5, rtol=1e-5)
+
+
+def test_dropout_is_active_only_in_training():
+    model = tiny(dropout=0.5)
+    src, src_len, tgt = batch()
+    torch.testing.assert_close(model(src, tgt, src_len)[0], model(src, tgt, src_len)[0])
+    model.train()
+    assert not torch.allclose(model(src, tgt, src_len)[0], model(src, tgt, src_len)[0])
+
+
+def test_presets_and_registry():
+    assert PRESETS["book"] == TransformerConfig(32, 4, 2, 64, 0.1)
+    m = build_model("transformer", {"d_model": 8, "num_heads": 2}, 5, 6)
+    assert m.decoder.dense.out_features == 6 and m.encoder.embedding.num_embeddings == 5
+    assert sum(p.numel() for p in build_transformer(PRESETS["base"], 10, 10).parameters()) > 5e6
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"d_model": 30, "num_heads": 4}, r"d_model \(30\) must be divisible by num_heads \(4\)"),
+        ({"num_layers": 0}, "num_layers must be a positive int, got 0"),
+        ({"dropout": 1.0}, r"dropout must be in \[0, 1\), got 1.0"),
+        ({"max_len": -1}, "max_len must be a positive int"),
+    ],
+)
+def test_config_validation(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TransformerConfig(**kwargs)
+
+
+def test_input_errors():
+    model = tiny()
+    src, src_len, tgt = batch()
+    with pytest.raises(
+        ValueError, match=r"src holds token ids in \[0, 13\], outside the vocabulary \[0, 13\)"
+    ):
+        bad = src.clone()
+        bad[0, 0] = 13
+        model.encoder(bad, src_len)
+    with pytest.raises(ValueError, match="tgt holds token ids"):
+        model(src, torch.full((3, 2), -1), src_len)
+    with pytest.raises(TypeError, match="int64 tensor of token ids"):
+        model.encoder(src.float(), src_len)
+    with pytest.raises(ValueError, match=r"must lie in \[0, 6\]"):
+        model.encoder(src, torch.tensor([7, 1, 1]))
+    with pytest.raises(ValueError, match="exceed max_len=50"):
+        model.encoder(torch.zeros(1, 51, dtype=torch.long), torch.tensor([51]))
+    with pytest.raises(ValueError, match="batch size 2 but the state holds 3"):
+        enc = model.encoder(src, src_len)
+        model.decoder(tgt[:2], model.decoder.init_state(enc, src_len))
