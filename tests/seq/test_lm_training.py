@@ -1,0 +1,242 @@
+"""Training loop, perplexity, clipping, generation, checkpoints and the ``attnkit lm`` CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+import torch
+from torch import nn
+
+import attnkit.cli
+from attnkit.cli import main
+from attnkit.data.lm import LMDataLoader, load_corpus
+from attnkit.models.rnn import build_lm
+from attnkit.training.lm import (
+    clip_gradients,
+    generate,
+    make_optimizer,
+    perplexity,
+    train_epoch,
+    train_lm,
+)
+from attnkit.training.lm_checkpoint import load_lm_checkpoint, save_lm_checkpoint
+
+TEXT = ["the time traveller for so it will be convenient to speak of him"] * 8
+
+
+@pytest.fixture(autouse=True)
+def _only_the_lm_verb(monkeypatch):
+    # the CLI tests exercise `attnkit lm` through the real main(), independent of other verbs
+    monkeypatch.setattr(attnkit.cli, "VERBS", ["lm"])
+
+
+@pytest.fixture(scope="module")
+def data():
+    corpus, vocab = load_corpus(TEXT)
+    return corpus, vocab
+
+
+class UniformLM(nn.Module):
+    """Predicts the same logits for every token: perplexity must be the vocabulary size."""
+
+    def __init__(self, V: int) -> None:
+        super().__init__()
+        self.V = V
+        self.w = nn.Parameter(torch.zeros(()))
+
+    def forward(self, X, state):
+        return torch.zeros(X.numel(), self.V) + 0 * self.w, state
+
+    def begin_state(self, batch_size, device):
+        return torch.zeros(1)
+
+
+def test_perplexity_of_uniform_predictor_is_vocab_size(data):
+    corpus, vocab = data
+    model = UniformLM(len(vocab))
+    loader = LMDataLoader(corpus, 4, 7, seed=0)
+    stats = train_epoch(model, loader, make_optimizer(model, "sgd", 0.1))
+    assert stats.perplexity == pytest.approx(len(vocab), rel=1e-5)
+    assert stats.num_tokens == sum(X.numel() for X, _ in LMDataLoader(corpus, 4, 7, seed=0))
+    assert perplexity(10 * math.log(5), 10) == pytest.approx(5.0)
+    with pytest.raises(ValueError, match="num_tokens must be positive, got 0"):
+        perplexity(1.0, 0)
+
+
+def test_clipping_bounds_the_global_norm():
+    a, b = nn.Parameter(torch.zeros(3)), nn.Parameter(torch.zeros(4))
+    a.grad, b.grad = torch.full((3,), 3.0), torch.full((4,), 4.0)  # norm sqrt(27 + 64)
+    before = clip_gradients([a, b], 1.0)
+    assert before == pytest.approx(math.sqrt(91), rel=1e-6)
+    after = torch.cat([a.grad, b.grad]).norm()
+    assert float(after) == pytest.approx(1.0, rel=1e-5)
+    torch.testing.assert_close(a.grad / b.grad[:3], torch.full((3,), 0.75))  # direction kept
+    a.grad = torch.full((3,), 0.1)
+    b.grad = torch.zeros(4)
+    clip_gradients([a, b], 1.0)
+    torch.testing.assert_close(a.grad, torch.full((3,), 0.1))  # small gradients untouched
+    with pytest.raises(ValueError, match="max_norm must be positive, got 0"):
+        clip_gradients([a], 0)
+
+
+@pytest.mark.parametrize("scratch", [False, True])
+def test_short_training_lowers_perplexity(data, scratch):
+    torch.manual_seed(0)
+    corpus, vocab = data
+    model = build_lm("gru", len(vocab), 32, scratch=scratch)
+    loader = LMDataLoader(corpus, 8, 10, seed=0)
+    hist = train_lm(model, loader, num_epochs=12, lr=0.02, optimizer="adam", progress=False)
+    assert hist.perplexity[0] > 8
+    assert hist.perplexity[-1] < hist.perplexity[0] / 3
+    assert len(hist.tokens_per_sec) == 12 and min(hist.tokens_per_sec) > 0
+
+
+class Recorder(nn.Module):
+    """Wraps an LM and records each incoming state."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.seen = inner, []
+
+    def forward(self, X, state):
+        self.seen.append((state.clone(), state.grad_fn is None))
+        return self.inner(X, state)
+
+    def begin_state(self, batch_size, device):
+        return self.inner.begin_state(device=device, batch_size=batch_size)
+
+
+@pytest.mark.parametrize("use_random_iter", [False, True])
+def test_truncated_bptt_state_handling(data, use_random_iter):
+    corpus, vocab = data
+    model = Recorder(build_lm("rnn", len(vocab), 8))
+    loader = LMDataLoader(corpus, 4, 6, use_random_iter=use_random_iter, seed=1)
+    train_epoch(model, loader, make_optimizer(model, "sgd", 0.5), use_random_iter=use_random_iter)
+    assert len(model.seen) > 2
+    assert all(detached for _, detached in model.seen)  # never backprop into older batches
+    norms = [float(s.abs().sum()) for s, _ in model.seen]
+    assert norms[0] == 0
+    if use_random_iter:
+        assert all(n == 0 for n in norms)  # re-initialized every minibatch
+    else:
+        assert all(n > 0 for n in norms[1:])  # carried over
+
+
+def _book_predict(prefix, num_preds, net, vocab):
+    state = net.begin_state(batch_size=1, device="cpu")
+    outputs = [vocab[prefix[0]]]
+    for y in prefix[1:]:
+        _, state = net(torch.tensor([[outputs[-1]]]), state)
+        outputs.append(vocab[y])
+    for _ in range(num_preds):
+        y, state = net(torch.tensor([[outputs[-1]]]), state)
+        outputs.append(int(y.argmax(dim=1).reshape(1)))
+    return "".join(vocab.idx_to_token[i] for i in outputs)
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_generation_greedy_and_sampled(data, cell):
+    torch.manual_seed(0)
+    _, vocab = data
+    model = build_lm(cell, len(vocab), 16, num_layers=2, bidirectional=(cell == "lstm"))
+    greedy = generate(model, vocab, "time traveller", 20)
+    with torch.no_grad():
+        assert greedy == _book_predict("time traveller", 20, model, vocab)
+    s1 = generate(
+        model, vocab, "time", 30, temperature=1.0, generator=torch.Generator().manual_seed(5)
+    )
+    s2 = generate(
+        model, vocab, "time", 30, temperature=1.0, generator=torch.Generator().manual_seed(5)
+    )
+    assert s1 == s2 and s1.startswith("time")
+    assert (
+        len(s1.replace("<unk>", "?")) == 34
+    )  # 30 sampled tokens (an untrained model may pick <unk>)
+    assert set(s1.replace("<unk>", "")) <= set(vocab.idx_to_token)
+    hot = generate(model, vocab, "time", 30, temperature=1e-4, generator=torch.Generator())
+    assert hot == generate(model, vocab, "time", 30)  # tiny temperature -> greedy
+
+
+def test_generation_bad_input(data):
+    _, vocab = data
+    model = build_lm("gru", len(vocab), 8)
+    with pytest.raises(
+        ValueError, match=r"prefix 'Time!' has tokens outside the vocabulary: \['!', 'T'\]"
+    ):
+        generate(model, vocab, "Time!", 5)
+    assert generate(model, vocab, "Time!", 0, unknown="unk") == "Time!"
+    with pytest.raises(ValueError, match="prefix must contain at least one char token, got ''"):
+        generate(model, vocab, "", 5)
+    with pytest.raises(ValueError, match=r"temperature must be >= 0 \(0 = greedy\), got -1"):
+        generate(model, vocab, "time", 5, temperature=-1)
+    with pytest.raises(ValueError, match="num_preds must be a non-negative int, got -2"):
+        generate(model, vocab, "time", -2)
+    with pytest.raises(ValueError, match="optimizer must be 'sgd' or 'adam', got 'rmsprop'"):
+        make_optimizer(model, "rmsprop", 0.1)
+    with pytest.raises(ValueError, match="num_epochs must be a positive int, got 0"):
+        train_lm(model, [], num_epochs=0)
+
+
+def test_checkpoint_roundtrip(tmp_path, data):
+    _, vocab = data
+    model = build_lm("lstm", len(vocab), 8, num_layers=2, scratch=True)
+    cfg = {
+        "cell": "lstm",
+        "num_hiddens": 8,
+        "num_layers": 2,
+        "bidirectional": False,
+        "scratch": True,
+        "reset_after": False,
+    }
+    save_lm_checkpoint(tmp_path / "ck", model, vocab, cfg)
+    assert sorted(p.name for p in (tmp_path / "ck").iterdir()) == [
+        "config.json",
+        "model.pt",
+        "vocab.json",
+    ]  # no temporary files left behind
+    loaded, v2, cfg2 = load_lm_checkpoint(tmp_path / "ck")
+    assert v2.idx_to_token == vocab.idx_to_token and cfg2["vocab_size"] == len(vocab)
+    X = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    torch.testing.assert_close(loaded(X)[0], model(X)[0])
+    with pytest.raises(FileNotFoundError, match="must be a folder written by"):
+        load_lm_checkpoint(tmp_path / "nothing")
+    with pytest.raises(ValueError, match="config lacks the model keys"):
+        save_lm_checkpoint(tmp_path / "x", model, vocab, {"cell": "lstm"})
+
+
+def test_cli_train_then_generate(tmp_path, capsys):
+    random.seed(0)
+    data = tmp_path / "book.txt"
+    data.write_text("\n".join(TEXT * 2), encoding="utf-8")
+    out = tmp_path / "run"
+    argv = ["lm", "train", "--cell", "lstm", "--scratch", "--data", str(data), "--epochs", "3"]
+    argv += ["--hiddens", "16", "--batch-size", "4", "--num-steps", "8", "--optimizer", "adam"]
+    argv += ["--out", str(out), "--no-progress", "--num-preds", "10"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "scratch LSTM" in printed and "perplexity" in printed
+    for name in ("model.pt", "config.json", "vocab.json", "perplexity.png", "samples.txt"):
+        assert (out / name).stat().st_size > 0
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["cell"] == "lstm" and cfg["scratch"] is True and cfg["lr"] == 0.01
+    assert len(json.loads((out / "history.json").read_text())["perplexity"]) == 3
+    assert (out / "samples.txt").read_text().count("time traveller") == 2
+    assert main(["lm", "generate", "--checkpoint", str(out), "--prefix", "Time Traveller!"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("time traveller") and len(captured.out.strip()) == 14 + 50
+    assert "prefix normalized like the corpus" in captured.err
+
+
+def test_cli_errors(tmp_path, capsys):
+    assert main(["lm", "train", "--layers", "0", "--no-progress"]) == 1
+    assert "--layers must be positive, got 0" in capsys.readouterr().err
+    assert main(["lm", "train", "--data", str(tmp_path / "missing.txt")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["lm", "train", "--cell", "tcn"])
+    assert "invalid choice: 'tcn'" in capsys.readouterr().err
+    assert main(["lm", "generate", "--checkpoint", str(tmp_path)]) == 1
+    assert "must be a folder written by" in capsys.readouterr().err
