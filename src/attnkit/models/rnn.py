@@ -103,8 +103,8 @@ class RNNScratchLayer(_ScratchLayer):
         (H,) = state
         W_hh = self.W_hh
         outputs = []
-        for t in range(XW.shape[0]):
-            H = torch.tanh(torch.addmm(XW[t], H, W_hh))
+        for XW_t in XW.unbind(0):  # unbind: one backward for all steps (XW[t] would be T)
+            H = torch.tanh(torch.addmm(XW_t, H, W_hh))
             outputs.append(H)
         return torch.stack(outputs), (H,)
 
@@ -129,23 +129,23 @@ class GRUScratchLayer(_ScratchLayer):
         (H,) = state
         n = self.hidden_size
         outputs = []
+        XZR, XH = XW.split([2 * n, n], dim=-1)  # (T, B, 2H), (T, B, H)
+        steps = zip(XZR.unbind(0), XH.unbind(0))
         if self.reset_after:
             W_h = self._cat("W_h")  # (H, 3H)
             b_h = torch.cat([torch.zeros(2 * n, dtype=H.dtype, device=H.device), self.b_hh])
-            for t in range(XW.shape[0]):
-                HW = torch.addmm(b_h, H, W_h)  # (B, 3H)
-                ZR = torch.sigmoid(XW[t, :, : 2 * n] + HW[:, : 2 * n])
-                Z, R = ZR[:, :n], ZR[:, n:]
-                H_tilde = torch.tanh(XW[t, :, 2 * n :] + R * HW[:, 2 * n :])
+            for XZR_t, XH_t in steps:
+                HZR, HH = torch.addmm(b_h, H, W_h).split([2 * n, n], dim=-1)  # (B, 2H), (B, H)
+                Z, R = torch.sigmoid(XZR_t + HZR).chunk(2, dim=-1)
+                H_tilde = torch.tanh(XH_t + R * HH)
                 H = H_tilde + Z * (H - H_tilde)  # = Z*H + (1-Z)*H~
                 outputs.append(H)
         else:
             W_hzr = self._cat("W_h", ("z", "r"))  # (H, 2H)
             W_hh = self.W_hh
-            for t in range(XW.shape[0]):
-                ZR = torch.sigmoid(torch.addmm(XW[t, :, : 2 * n], H, W_hzr))
-                Z, R = ZR[:, :n], ZR[:, n:]
-                H_tilde = torch.tanh(torch.addmm(XW[t, :, 2 * n :], R * H, W_hh))
+            for XZR_t, XH_t in steps:
+                Z, R = torch.sigmoid(torch.addmm(XZR_t, H, W_hzr)).chunk(2, dim=-1)
+                H_tilde = torch.tanh(torch.addmm(XH_t, R * H, W_hh))
                 H = H_tilde + Z * (H - H_tilde)
                 outputs.append(H)
         return torch.stack(outputs), (H,)
@@ -164,11 +164,10 @@ class LSTMScratchLayer(_ScratchLayer):
         n = self.hidden_size
         W_h = self._cat("W_h")  # (H, 4H)
         outputs = []
-        for t in range(XW.shape[0]):
-            G = torch.addmm(XW[t], H, W_h)  # (B, 4H)
-            IFO = torch.sigmoid(G[:, : 3 * n])
-            I_t, F_t, O_t = IFO[:, :n], IFO[:, n : 2 * n], IFO[:, 2 * n :]
-            C = F_t * C + I_t * torch.tanh(G[:, 3 * n :])
+        for XW_t in XW.unbind(0):
+            IFO, C_hat = torch.addmm(XW_t, H, W_h).split([3 * n, n], dim=-1)  # (B, 3H), (B, H)
+            I_t, F_t, O_t = torch.sigmoid(IFO).chunk(3, dim=-1)
+            C = F_t * C + I_t * torch.tanh(C_hat)
             H = O_t * torch.tanh(C)
             outputs.append(H)
         return torch.stack(outputs), (H, C)
