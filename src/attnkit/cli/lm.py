@@ -76,12 +76,10 @@ def _positive(name: str, value: int) -> None:
         raise ValueError(f"--{name} must be positive, got {value}")
 
 
-def _prepare_prefix(prefix: str, token: str) -> str:
+def _prepare_prefix(prefix: str) -> str:
     """Normalize the prefix as the corpus was (letters, lowercase); say so if it changed."""
     from attnkit.data.lm import normalize_line
 
-    if token != "char":
-        return prefix
     norm = normalize_line(prefix)
     if norm != prefix:
         print(f"prefix normalized like the corpus: {prefix!r} -> {norm!r}", file=sys.stderr)
@@ -181,7 +179,7 @@ def run_train(a: argparse.Namespace) -> int:
     gen = torch.Generator().manual_seed(a.seed)
     for prefix in prefixes:
         text = generate(model, vocab, prefix, a.num_preds, token=a.token, unknown="unk")
-        samples.append(f"greedy      | {text}")
+        samples.append(f"greedy          | {text}")
         text = generate(
             model, vocab, prefix, a.num_preds, temperature=0.8, generator=gen, token=a.token,
             unknown="unk",
@@ -206,7 +204,7 @@ def run_generate(a: argparse.Namespace) -> int:
         raise ValueError(f"--num-preds must be >= 0, got {a.num_preds}")
     model, vocab, config = load_lm_checkpoint(a.checkpoint, a.device)
     token = config.get("token", "char")
-    prefix = _prepare_prefix(a.prefix, token)
+    prefix = _prepare_prefix(a.prefix)
     gen = torch.Generator().manual_seed(a.seed)
     text = generate(
         model,
