@@ -12,10 +12,13 @@ same ``DecodeResult`` (see the placeholder at the end of this module).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
+
+from attnkit.attention.recording import record_attention
 
 __all__ = ["DecodeResult", "greedy_decode", "translate"]
 
@@ -77,7 +80,9 @@ def greedy_decode(
     was_training = model.training
     model.eval()
     try:
-        return _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step)
+        # Attention modules with fused kernels keep their weights only when recording.
+        with record_attention(model, on=True) if return_attention else nullcontext():
+            return _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step)
     finally:
         model.train(was_training)
 

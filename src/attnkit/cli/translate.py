@@ -1,9 +1,321 @@
-"""``attnkit translate``: placeholder until its issue lands (owned by its issue's work)."""
+"""``attnkit translate``: train, evaluate and run English -> French translators.
+
+    attnkit translate train --arch bahdanau --epochs 30 --out runs/bahdanau
+    attnkit translate train --arch bahdanau --out runs/bahdanau --resume --epochs 40
+    attnkit translate eval --checkpoint runs/bahdanau              # test BLEU + chrF
+    attnkit translate run --checkpoint runs/bahdanau "i lost ." --heatmap align.png
+
+Architectures come from the model registry (``attnkit.models.registry``): every field
+of every registered arch's config dataclass becomes a flag (``--num-hiddens 64``; a name
+that clashes with another flag gets a ``--model-`` prefix, e.g. ``--model-max-len``), and
+``--model-config KEY=VALUE`` passes any field by name. A flag that the chosen arch's
+config does not have is an error. Without ``--data`` the generated EN-FR corpus is used.
+"""
 
 from __future__ import annotations
 
-__all__ = ["register"]
+import argparse
+import dataclasses
+import json
+import sys
+import typing
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register", "run_eval", "run_run", "run_train"]
+
+# flag name -> (attribute in TrainConfig, type, help)
+_TRAIN_FLAGS: dict[str, tuple[str, Any, str]] = {
+    "--epochs": ("epochs", int, "total epochs (with --resume: including those done)"),
+    "--lr": ("lr", float, "learning rate (peak lr with --schedule inverse_sqrt)"),
+    "--batch-tokens": ("batch_tokens", int, "padded source + target tokens per batch"),
+    "--clip": ("clip", float, "max gradient norm (default 1.0)"),
+    "--label-smoothing": ("label_smoothing", float, "default 0"),
+    "--schedule": ("schedule", str, "constant (default) or inverse_sqrt"),
+    "--warmup-steps": ("warmup_steps", int, "warm-up steps of inverse_sqrt"),
+    "--seed": ("seed", int, "seed of the model init, batches and data split (default 0)"),
+    "--eval-every": ("eval_every", int, "validate + checkpoint every N epochs (default 1)"),
+    "--bleu-sentences": ("bleu_sentences", int, "val sentences decoded for BLEU (default 200)"),
+    "--device": ("device", str, "cpu, cuda, cuda:0 ... (default cpu)"),
+}
+_DEFAULT_TRAIN = {"epochs": 30, "batch_tokens": 2048, "lr": 0.005}
+
+
+def _arch_fields() -> dict[str, type]:
+    """Union of the config fields of every registered arch -> their types."""
+    from attnkit.models.registry import _ARCHS
+
+    fields: dict[str, type] = {}
+    for arch in _ARCHS.values():
+        hints = typing.get_type_hints(type(arch.default_config))
+        for f in dataclasses.fields(arch.default_config):
+            fields.setdefault(f.name, hints.get(f.name, str))
+    return fields
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def register(sub) -> None:
-    sub.add_parser("translate", help="(not yet available)")
+    from attnkit.models.registry import available_archs
+
+    p = sub.add_parser("translate", help="English -> French translation: train, eval, run")
+    verbs = p.add_subparsers(dest="translate_command", metavar="VERB")
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+    t = verbs.add_parser("train", help="train a translator (checkpoint folder in --out)")
+    t.add_argument("--arch", choices=available_archs(), help="model architecture (registry)")
+    t.add_argument("--out", default=None, help="checkpoint folder (default runs/translate-ARCH)")
+    t.add_argument("--resume", action="store_true", help="continue the checkpoint in --out")
+    data = t.add_argument_group("data")
+    data.add_argument("--data", metavar="FILE", help="fra.txt-format file (default: generated)")
+    data.add_argument("--num-examples", type=int, help="keep the first N pairs")
+    data.add_argument("--num-pairs", type=int, default=None, help="generated pairs (20000)")
+    data.add_argument("--max-len", type=int, default=None, help="tokens + <eos> per side (12)")
+    data.add_argument("--min-freq", type=int, default=None, help="vocabulary min count (2)")
+    opt = t.add_argument_group("training")
+    for flag, (_, typ, help_) in _TRAIN_FLAGS.items():
+        opt.add_argument(flag, type=typ, default=None, help=help_)
+    opt.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    opt.add_argument("--no-progress", action="store_true", help="no progress bar")
+    model = t.add_argument_group("model (fields of the arch's config; see the registry)")
+    for name, typ in _arch_fields().items():
+        kind = _bool if typ is bool else typ if typ in (int, float, str) else str
+        flag = "--" + name.replace("_", "-")
+        if flag in t._option_string_actions:  # e.g. the data's --max-len
+            flag = "--model-" + name.replace("_", "-")
+        model.add_argument(flag, dest=f"model__{name}", type=kind, default=None)
+    model.add_argument(
+        "--model-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any model config field, repeatable",
+    )
+    t.add_argument("--debug", action="store_true", help="show tracebacks")
+    t.set_defaults(func=run_train)
+
+    e = verbs.add_parser("eval", help="BLEU and chrF of a checkpoint on the test split")
+    e.add_argument("--checkpoint", required=True, metavar="DIR")
+    e.add_argument("--split", choices=["train", "val", "test"], default="test")
+    e.add_argument("--data", metavar="FILE", help="override the data file recorded in DIR")
+    e.add_argument("--limit", type=int, default=None, help="score the first N pairs only")
+    e.add_argument("--examples", type=int, default=3, help="print N example translations")
+    e.add_argument("--device", default="cpu")
+    e.add_argument("--debug", action="store_true", help="show tracebacks")
+    e.set_defaults(func=run_eval)
+
+    r = verbs.add_parser("run", help="translate sentences with a checkpoint")
+    r.add_argument("--checkpoint", required=True, metavar="DIR")
+    r.add_argument("sentences", nargs="+", metavar="SENTENCE", help='e.g. "i lost ."')
+    r.add_argument("--heatmap", metavar="PNG", help="write the attention alignment")
+    r.add_argument("--max-len", type=int, default=None, help="most target tokens (+ <eos>)")
+    r.add_argument("--device", default="cpu")
+    r.add_argument("--debug", action="store_true", help="show tracebacks")
+    r.set_defaults(func=run_run)
+
+
+# ----------------------------------------------------------------------------- train
+
+
+def _model_overrides(args: argparse.Namespace, arch: str) -> dict[str, Any]:
+    from attnkit.models.registry import arch_config, parse_config_overrides
+
+    given = {
+        k[len("model__") :]: v
+        for k, v in vars(args).items()
+        if k.startswith("model__") and v is not None
+    }
+    given.update(parse_config_overrides(arch, args.model_config))
+    arch_config(arch, given)  # unknown fields / bad values -> ValueError now
+    return given
+
+
+def run_train(args: argparse.Namespace) -> int:
+    import torch
+
+    from attnkit.data.translation import load_translation_data
+    from attnkit.models.registry import arch_config, build_model
+    from attnkit.training.checkpoint import read_checkpoint_config
+    from attnkit.training.trainer import TrainConfig, Trainer
+
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be positive, got {args.threads}")
+        torch.set_num_threads(args.threads)
+    previous = None
+    out = Path(args.out) if args.out else None
+    if args.resume:
+        if out is None:
+            raise ValueError("--resume needs --out DIR (the checkpoint folder to continue)")
+        if (out / "config.json").exists():
+            previous = read_checkpoint_config(out)
+        else:
+            print(f"note: no checkpoint in {out} yet; starting a new run", file=sys.stderr)
+    arch = args.arch or (previous or {}).get("arch")
+    if arch is None:
+        raise ValueError("--arch is required (unless --resume finds a checkpoint)")
+    if previous is not None and previous["arch"] != arch:
+        raise ValueError(
+            f"checkpoint {out} was trained with arch {previous['arch']!r}, not {arch!r}"
+        )
+    out = out or Path(f"runs/translate-{arch}")
+
+    overrides = _model_overrides(args, arch)
+    if previous is not None:
+        model_config = dict(previous["model_config"])
+        changed = {k: v for k, v in overrides.items() if model_config.get(k) != v}
+        if changed:
+            raise ValueError(f"cannot change the model config of a checkpoint: {changed}")
+        data_args = dict(previous["data_args"])
+        train_dict = dict(previous["train_config"])
+    else:
+        model_config = dataclasses.asdict(arch_config(arch, overrides))
+        data_args = {"data": args.data, "seed": args.seed or 0}
+        for key in ("num_examples", "num_pairs", "max_len", "min_freq"):
+            if getattr(args, key) is not None:
+                data_args[key] = getattr(args, key)
+        train_dict = {**TrainConfig().to_dict(), **_DEFAULT_TRAIN}
+    if previous is not None and (args.data is not None and args.data != data_args.get("data")):
+        raise ValueError(
+            f"checkpoint {out} was trained on {data_args.get('data')!r}, not {args.data!r}"
+        )
+    for _, (field, _, _) in _TRAIN_FLAGS.items():
+        value = getattr(args, field)
+        if value is not None:
+            train_dict[field] = value
+    train_dict["out_dir"] = str(out)
+    train_dict["progress"] = not args.no_progress
+    config = TrainConfig.from_dict(train_dict)
+
+    data = load_translation_data(**data_args)
+    print(f"data: {data}")
+    torch.manual_seed(config.seed)
+    model = build_model(arch, model_config, len(data.src_vocab), len(data.tgt_vocab))
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"model: {arch} {model_config}, {n_params:,} parameters")
+    trainer = Trainer(
+        model, data, config, arch=arch, model_config=model_config, data_args=data_args
+    )
+    if previous is not None and trainer.resume(out):
+        print(f"resumed {out} at epoch {trainer.epoch} (step {trainer.step})")
+    if trainer.epoch >= config.epochs:
+        print(f"nothing to do: {trainer.epoch} epochs done, --epochs {config.epochs}")
+        return 0
+    history = trainer.fit()
+    print(
+        f"saved {out}: epoch {trainer.epoch}, val loss {history['val_loss'][-1]:.3f}, "
+        f"val BLEU {history['val_bleu'][-1]:.1f}"
+    )
+    return 0
+
+
+# ----------------------------------------------------------------------------- eval
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    import torch
+
+    from attnkit.data.translation import load_translation_data
+    from attnkit.decoding import translate
+    from attnkit.metrics import corpus_bleu, corpus_chrf
+    from attnkit.training.checkpoint import load_model
+
+    model, cfg = load_model(args.checkpoint, args.device)
+    data_args = dict(cfg.get("data_args") or {})
+    if args.data is not None:
+        data_args["data"] = args.data
+    data = load_translation_data(**data_args)
+    if json.loads(json.dumps(data.to_dict())) != cfg["data"]:
+        raise ValueError(
+            f"the data ({data_args.get('data') or 'generated'}) does not give the vocabularies "
+            f"of checkpoint {args.checkpoint}; pass the file it was trained on with --data"
+        )
+    pairs = data.split(args.split)
+    if args.limit is not None:
+        pairs = pairs[: args.limit]
+    if not pairs:
+        raise ValueError(f"the {args.split} split is empty")
+    with torch.inference_mode():
+        hyps, _ = translate(model, data, [" ".join(s) for s, _ in pairs])
+    refs = [" ".join(t) for _, t in pairs]
+    bleu, chrf = corpus_bleu(hyps, refs), corpus_chrf(hyps, refs)
+    for (src, _), hyp, ref in list(zip(pairs, hyps, refs))[: args.examples]:
+        print(f"{' '.join(src)} => {hyp}   (reference: {ref})")
+    print(
+        f"{args.split} BLEU {bleu:.2f}, chrF {chrf:.2f} on {len(pairs)} sentences "
+        f"(arch {cfg['arch']}, epoch {cfg.get('epoch')})"
+    )
+    return 0
+
+
+# ----------------------------------------------------------------------------- run
+
+
+def run_run(args: argparse.Namespace) -> int:
+    import torch
+
+    from attnkit.data.translation import TranslationData, preprocess_nmt
+    from attnkit.decoding import translate
+    from attnkit.training.checkpoint import load_model
+
+    model, cfg = load_model(args.checkpoint, args.device)
+    data = TranslationData.from_dict(cfg["data"])
+    for s in args.sentences:
+        unknown = [w for w in preprocess_nmt(s).split() if w not in data.src_vocab]
+        if unknown:
+            print(f"note: unknown words mapped to <unk>: {' '.join(unknown)}", file=sys.stderr)
+    if args.max_len is not None and args.max_len < 1:
+        raise ValueError(f"--max-len must be positive, got {args.max_len}")
+    want_attention = args.heatmap is not None
+    with torch.inference_mode():
+        try:
+            hyps, attention = translate(
+                model,
+                data,
+                list(args.sentences),
+                max_len=None if args.max_len is None else args.max_len + 1,
+                return_attention=want_attention,
+            )
+        except ValueError as e:
+            if "records no attention" in str(e):
+                raise ValueError(f"arch {cfg['arch']!r} has no attention for --heatmap") from None
+            raise
+    for hyp in hyps:
+        print(hyp)
+    if want_attention:
+        _write_heatmaps(Path(args.heatmap), args.sentences, hyps, attention)
+    return 0
+
+
+def _write_heatmaps(path: Path, sentences, hyps, attention) -> None:
+    import matplotlib.pyplot as plt
+
+    from attnkit.data.translation import preprocess_nmt
+    from attnkit.viz import show_heatmaps
+
+    for i, (sentence, hyp, weights) in enumerate(zip(sentences, hyps, attention)):
+        target = Path(path) if len(sentences) == 1 else path.with_stem(f"{path.stem}-{i}")
+        src_tokens = [*preprocess_nmt(sentence).split(), "<eos>"]
+        tgt_tokens = hyp.split() if hyp else []
+        if weights.shape[0] > len(tgt_tokens):
+            tgt_tokens = [*tgt_tokens, "<eos>"]
+        size = (0.5 * len(src_tokens) + 1, 0.5 * len(tgt_tokens) + 0.5)
+        fig = show_heatmaps(
+            weights,  # (T, S)
+            xlabel="source",
+            ylabel="target",
+            figsize=size,
+            xticklabels=src_tokens,
+            yticklabels=tgt_tokens,
+        )
+        for ax in fig.axes[:1]:
+            ax.tick_params(axis="x", labelrotation=90)
+        fig.savefig(target, bbox_inches="tight", dpi=120)
+        plt.close(fig)
+        print(f"wrote {target}", file=sys.stderr)

@@ -36,6 +36,7 @@ __all__ = [
     "Checkpoint",
     "get_rng_state",
     "load_checkpoint",
+    "load_model",
     "read_checkpoint_config",
     "save_checkpoint",
     "set_rng_state",
@@ -199,3 +200,28 @@ def set_rng_state(state: dict[str, Any]) -> None:
     )
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+
+
+def load_model(directory: str | os.PathLike, device: str | torch.device = "cpu"):
+    """Rebuild the model of a checkpoint through the registry and load its weights.
+
+    Returns ``(model, config)`` with ``model`` in eval mode on ``device`` and ``config``
+    the parsed ``config.json``. Clear errors for an unknown arch or weights that do
+    not fit the recorded model config.
+    """
+    from attnkit.models.registry import build_model
+    from attnkit.training.trainer import load_model_state
+
+    ck = load_checkpoint(directory, map_location=device, trainer=False)
+    cfg = ck.config
+    for key in ("arch", "model_config", "data"):
+        if key not in cfg:
+            raise ValueError(f"checkpoint {directory} has no {key!r} in {CONFIG_NAME}")
+    data = cfg["data"]
+    try:
+        sizes = len(data["src_vocab"]["idx_to_token"]), len(data["tgt_vocab"]["idx_to_token"])
+    except (KeyError, TypeError):
+        raise ValueError(f"checkpoint {directory} has no vocabularies in {CONFIG_NAME}") from None
+    model = build_model(cfg["arch"], cfg["model_config"], *sizes)
+    load_model_state(model, ck.model_state, directory)
+    return model.to(device).eval(), cfg
