@@ -216,7 +216,87 @@ def train_ch8(net, train_iter, vocab, lr, num_epochs, device, use_random_iter=Fa
 # (chapter 9 data names go here)
 
 # ---------------------------------------------------------------- chapters 9-10: seq2seq models
-# (encoder-decoder, seq2seq, Bahdanau, training, prediction, bleu go here)
+# The book's names over attnkit.models.seq2seq, attnkit.training, attnkit.decoding and
+# attnkit.metrics (same signatures, state_dict keys and printed line). Differences from the
+# book: the encoder packs padded sources when given valid lengths; Seq2SeqDecoder keeps the
+# encoder context in its state; bleu returns 0.0 where the book divides by zero;
+# train_seq2seq prints only its final line (no Animator).
+import time as _time  # noqa: E402
+
+from attnkit import decoding as _decoding  # noqa: E402
+from attnkit import metrics as _metrics  # noqa: E402
+from attnkit.models import seq2seq as _s2s  # noqa: E402
+from attnkit.training import losses as _losses  # noqa: E402
+from attnkit.training import trainer as _trainer  # noqa: E402
+
+Encoder = _s2s.Encoder
+Decoder = _s2s.Decoder
+AttentionDecoder = _s2s.AttentionDecoder
+EncoderDecoder = _s2s.EncoderDecoder
+Seq2SeqEncoder = _s2s.Seq2SeqEncoder
+Seq2SeqDecoder = _s2s.Seq2SeqDecoder
+Seq2SeqAttentionDecoder = _s2s.Seq2SeqAttentionDecoder
+MaskedSoftmaxCELoss = _losses.MaskedSoftmaxCELoss
+bleu = _metrics.bleu
+
+
+def train_seq2seq(net, data_iter, lr, num_epochs, tgt_vocab, device):
+    """The book's loop: Xavier init, Adam, teacher forcing, ``l.sum().backward()``, clip at 1.
+
+    Batches are ``(X, X_valid_len, Y, Y_valid_len)``. Prints the book's line for the last
+    epoch: ``loss {sum of per-sequence losses / tokens:.3f}, {tokens/sec:.1f} tokens/sec``.
+    """
+    net.apply(_s2s.xavier_init_weights)
+    net.to(device)
+    optimizer = torch.optim.Adam(net.parameters(), lr=lr)
+    bos_id = tgt_vocab["<bos>"]
+    net.train()
+    loss_sum = num_tokens = seconds = 0.0
+    for _epoch in range(num_epochs):
+        start = _time.perf_counter()
+        totals = torch.zeros(2, dtype=torch.float64)
+        for batch in data_iter:
+            optimizer.zero_grad()
+            X, X_valid_len, Y, Y_valid_len = (x.to(device) for x in batch)
+            loss = _trainer.teacher_forcing_loss(
+                net, X, X_valid_len, Y, Y_valid_len, bos_id, "per_sequence"
+            )  # (B,): the book's MaskedSoftmaxCELoss
+            loss.sum().backward()
+            grad_clipping(net, 1)
+            optimizer.step()
+            totals += torch.stack([loss.detach().sum().cpu(), Y_valid_len.sum().cpu()])
+        seconds = _time.perf_counter() - start
+        loss_sum, num_tokens = float(totals[0]), float(totals[1])
+    print(f"loss {loss_sum / num_tokens:.3f}, {num_tokens / seconds:.1f} tokens/sec on {device!s}")
+
+
+def predict_seq2seq(
+    net, src_sentence, src_vocab, tgt_vocab, num_steps, device, save_attention_weights=False
+):
+    """Greedy translation of one sentence; returns ``(translation, attention_weight_seq)``.
+
+    As the book: ``src_sentence.lower().split(' ')`` + ``<eos>``, padded to ``num_steps``;
+    ``attention_weight_seq`` holds ``net.decoder.attention_weights`` after every step.
+    """
+    net.eval()
+    src_tokens = src_vocab[src_sentence.lower().split(" ")] + [src_vocab["<eos>"]]
+    enc_valid_len = torch.tensor([len(src_tokens)], device=device)
+    src_tokens = truncate_pad(src_tokens, num_steps, src_vocab["<pad>"])
+    enc_X = torch.tensor([src_tokens], dtype=torch.long, device=device)
+    attention_weight_seq = []
+    result = _decoding.greedy_decode(
+        net,
+        enc_X,
+        enc_valid_len,
+        bos_id=tgt_vocab["<bos>"],
+        eos_id=tgt_vocab["<eos>"],
+        max_len=num_steps,
+        on_step=(lambda dec: attention_weight_seq.append(dec.attention_weights))
+        if save_attention_weights
+        else None,
+    )
+    return " ".join(tgt_vocab.to_tokens(result.tokens[0])), attention_weight_seq
+
 
 # ---------------------------------------------------------------- chapter 10: Transformer (issue 5)
 # (Transformer names go here)
