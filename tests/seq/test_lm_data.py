@@ -160,7 +160,9 @@ def test_time_machine_offline_is_a_clear_error(tmp_path, monkeypatch):
         raise urllib.error.URLError("network is unreachable")
 
     monkeypatch.setattr("urllib.request.urlopen", offline)
-    with pytest.raises(DatasetUnavailableError, match=r"Are you offline\? .*--data FILE"):
+    with pytest.raises(
+        DatasetUnavailableError, match=r"Are you offline\? .*--data FILE.*ATTNKIT_TIMEMACHINE"
+    ):
         lm.read_time_machine()
 
 

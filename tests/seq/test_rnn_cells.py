@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from attnkit.models.rnn import RNNLM, ScratchRNN, build_lm, make_rnn
@@ -182,3 +184,27 @@ def test_bad_inputs_to_lm():
         lm(torch.zeros(1, 2))
     with pytest.raises(ValueError, match=r"\(batch, steps\) index tensor, got \(4,\)"):
         lm(torch.zeros(4, dtype=torch.long))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    cell=st.sampled_from(["rnn", "gru", "lstm"]),
+    T=st.integers(1, 6),
+    B=st.integers(1, 4),
+    D=st.integers(1, 6),
+    H=st.integers(1, 6),
+    layers=st.integers(1, 2),
+    bidirectional=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+def test_scratch_equals_torch_nn_any_shape(cell, T, B, D, H, layers, bidirectional, seed):
+    torch.manual_seed(seed)
+    ref = TORCH[cell](D, H, layers, bidirectional=bidirectional)
+    mine = ScratchRNN(cell, D, H, layers, bidirectional, reset_after=(cell == "gru"))
+    mine.load_from_torch(ref)
+    X = torch.randn(T, B, D)
+    with torch.no_grad():
+        Y_ref, s_ref = ref(X)
+        Y, s = mine(X)
+    torch.testing.assert_close(Y, Y_ref, atol=1e-5, rtol=0)
+    torch.testing.assert_close(_flat(s), _flat(s_ref), atol=1e-5, rtol=0)

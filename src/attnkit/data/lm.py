@@ -74,9 +74,14 @@ def read_time_machine(path: str | os.PathLike | None = None) -> list[str]:
     if path is None:
         path = os.environ.get("ATTNKIT_TIMEMACHINE") or None
     if path is None:
-        from attnkit.data.hub import download
+        from attnkit.data.hub import DatasetUnavailableError, download
 
-        path = download("time_machine")
+        try:
+            path = download("time_machine")
+        except DatasetUnavailableError as e:
+            raise DatasetUnavailableError(
+                f"{e} (or set ATTNKIT_TIMEMACHINE=/path/to/timemachine.txt)"
+            ) from e
     return read_text_lines(path)
 
 
