@@ -213,7 +213,49 @@ def train_ch8(net, train_iter, vocab, lr, num_epochs, device, use_random_iter=Fa
 
 
 # ---------------------------------------------------------------- chapter 9: NMT data (issue 4)
-# (chapter 9 data names go here)
+# The book's names over attnkit.data.translation. `read_data_nmt` reads $ATTNKIT_FRA when set
+# (a local fra.txt), else the hub cache, downloading with a clear error when offline. Files are
+# read as UTF-8 (the zh book; en 0.17.6 depends on the locale).
+import os as _os  # noqa: E402
+
+from attnkit.data import translation as _nmt  # noqa: E402
+from attnkit.data.text import Vocab as _NMTVocab  # noqa: E402
+
+preprocess_nmt = _nmt.preprocess_nmt
+tokenize_nmt = _nmt.tokenize_nmt
+truncate_pad = _nmt.truncate_pad
+build_array_nmt = _nmt.build_array_nmt
+
+
+def read_data_nmt() -> str:
+    """``fra.txt`` as one string: ``$ATTNKIT_FRA`` if set, else ``DATA_HUB['fra-eng']``."""
+    path = _os.environ.get("ATTNKIT_FRA")
+    return _nmt.read_fra(path if path else _nmt.download_fra())
+
+
+def load_array(data_arrays, batch_size, is_train=True):
+    """A ``DataLoader`` over ``TensorDataset(*data_arrays)``, shuffled when ``is_train``."""
+    dataset = torch.utils.data.TensorDataset(*data_arrays)
+    return torch.utils.data.DataLoader(dataset, batch_size, shuffle=is_train)
+
+
+def load_data_nmt(batch_size, num_steps, num_examples=600):
+    """``(data_iter, src_vocab, tgt_vocab)``; batches are ``(X, X_valid_len, Y, Y_valid_len)``.
+
+    As the book: ``num_examples + 1`` pairs (its off-by-one), ``min_freq=2``, vocabularies
+    over all pairs, ``<eos>`` appended before truncation to ``num_steps``.
+    """
+    text = preprocess_nmt(read_data_nmt())
+    source, target = tokenize_nmt(text, num_examples)
+    reserved = ["<pad>", "<bos>", "<eos>"]
+    src_vocab = _NMTVocab(source, min_freq=2, reserved_tokens=reserved)
+    tgt_vocab = _NMTVocab(target, min_freq=2, reserved_tokens=reserved)
+    src_array, src_valid_len = build_array_nmt(source, src_vocab, num_steps)
+    tgt_array, tgt_valid_len = build_array_nmt(target, tgt_vocab, num_steps)
+    data_arrays = (src_array, src_valid_len, tgt_array, tgt_valid_len)
+    data_iter = load_array(data_arrays, batch_size)
+    return data_iter, src_vocab, tgt_vocab
+
 
 # ---------------------------------------------------------------- chapters 9-10: seq2seq models
 # The book's names over attnkit.models.seq2seq, attnkit.training, attnkit.decoding and
@@ -299,4 +341,211 @@ def predict_seq2seq(
 
 
 # ---------------------------------------------------------------- chapter 10: Transformer (issue 5)
-# (Transformer names go here)
+from attnkit.models import transformer as _tf  # noqa: E402
+
+
+def _book_config(num_hiddens, ffn_num_hiddens, num_heads, num_layers, dropout, use_bias):
+    return _tf.TransformerConfig(
+        d_model=num_hiddens,
+        num_heads=num_heads,
+        num_layers=num_layers,
+        d_ff=ffn_num_hiddens,
+        dropout=dropout,
+        bias=use_bias,
+    )
+
+
+PositionWiseFFN = _tf.PositionWiseFFN
+
+
+class AddNorm(_tf.AddNorm):
+    def __init__(self, normalized_shape, dropout, **kwargs):
+        super().__init__(normalized_shape, dropout)
+
+
+def _book_sublayers(
+    block, sizes, num_hiddens, norm_shape, ffn_num_input, ffn_hiddens, heads, dropout, bias, attns
+):
+    """Give a real block the book's sublayer sizes (key/query/value sizes, norm_shape...)."""
+    key_size, query_size, value_size = sizes
+    for name in attns:
+        setattr(
+            block,
+            name,
+            MultiHeadAttention(key_size, query_size, value_size, num_hiddens, heads, dropout, bias),
+        )
+    for name in ("addnorm1", "addnorm2", "addnorm3"):
+        if hasattr(block, name):
+            setattr(block, name, AddNorm(norm_shape, dropout))
+    block.ffn = PositionWiseFFN(ffn_num_input, ffn_hiddens, num_hiddens)
+
+
+class EncoderBlock(_tf.EncoderBlock):
+    """The book's ``EncoderBlock``; ``forward(X, valid_lens)``."""
+
+    def __init__(
+        self,
+        key_size,
+        query_size,
+        value_size,
+        num_hiddens,
+        norm_shape,
+        ffn_num_input,
+        ffn_num_hiddens,
+        num_heads,
+        dropout,
+        use_bias=False,
+        **kwargs,
+    ):
+        super().__init__(
+            _book_config(num_hiddens, ffn_num_hiddens, num_heads, 1, dropout, use_bias)
+        )
+        _book_sublayers(
+            self,
+            (key_size, query_size, value_size),
+            num_hiddens,
+            norm_shape,
+            ffn_num_input,
+            ffn_num_hiddens,
+            num_heads,
+            dropout,
+            use_bias,
+            ("attention",),
+        )
+
+    def forward(self, X, valid_lens):
+        mask = self.attention.build_mask(
+            X.shape[0], X.shape[1], X.shape[1], valid_lens, False, X.device
+        )
+        return self.run(X, mask)
+
+
+class TransformerEncoder(_tf.TransformerEncoder):
+    """The book's ``TransformerEncoder``; ``attention_weights`` per block as (B*H, S, S)."""
+
+    def __init__(
+        self,
+        vocab_size,
+        key_size,
+        query_size,
+        value_size,
+        num_hiddens,
+        norm_shape,
+        ffn_num_input,
+        ffn_num_hiddens,
+        num_heads,
+        num_layers,
+        dropout,
+        use_bias=False,
+        **kwargs,
+    ):
+        config = _book_config(
+            num_hiddens, ffn_num_hiddens, num_heads, num_layers, dropout, use_bias
+        )
+        super().__init__(
+            vocab_size,
+            config,
+            make_block=lambda i: EncoderBlock(
+                key_size,
+                query_size,
+                value_size,
+                num_hiddens,
+                norm_shape,
+                ffn_num_input,
+                ffn_num_hiddens,
+                num_heads,
+                dropout,
+                use_bias,
+            ),
+        )
+
+    @property
+    def attention_weights(self):
+        return [blk.attention.attention.attention_weights for blk in self.blks]
+
+
+class DecoderBlock(_tf.DecoderBlock):
+    """The book's ``DecoderBlock(..., i)``; ``forward(X, state) -> (X, state)``.
+
+    ``state[2][i]`` holds this block's cache: projected keys/values (ours), where
+    the book keeps the raw inputs of the positions decoded so far.
+    """
+
+    def __init__(
+        self,
+        key_size,
+        query_size,
+        value_size,
+        num_hiddens,
+        norm_shape,
+        ffn_num_input,
+        ffn_num_hiddens,
+        num_heads,
+        dropout,
+        i,
+        **kwargs,
+    ):
+        super().__init__(_book_config(num_hiddens, ffn_num_hiddens, num_heads, 1, dropout, False))
+        self.i = i
+        _book_sublayers(
+            self,
+            (key_size, query_size, value_size),
+            num_hiddens,
+            norm_shape,
+            ffn_num_input,
+            ffn_num_hiddens,
+            num_heads,
+            dropout,
+            False,
+            ("attention1", "attention2"),
+        )
+
+    def forward(self, X, state):
+        enc_outputs, enc_valid_lens = state[0], state[1]
+        cross_mask = _tf._padding_mask(enc_valid_lens, *enc_outputs.shape[:2], X.device)
+        X, state[2][self.i] = self.step(X, enc_outputs, cross_mask, state[2][self.i])
+        return X, state
+
+
+class TransformerDecoder(_tf.TransformerDecoder):
+    """The book's ``TransformerDecoder``; ``attention_weights`` = [[self], [enc-dec]] per block."""
+
+    def __init__(
+        self,
+        vocab_size,
+        key_size,
+        query_size,
+        value_size,
+        num_hiddens,
+        norm_shape,
+        ffn_num_input,
+        ffn_num_hiddens,
+        num_heads,
+        num_layers,
+        dropout,
+        **kwargs,
+    ):
+        config = _book_config(num_hiddens, ffn_num_hiddens, num_heads, num_layers, dropout, False)
+        super().__init__(
+            vocab_size,
+            config,
+            make_block=lambda i: DecoderBlock(
+                key_size,
+                query_size,
+                value_size,
+                num_hiddens,
+                norm_shape,
+                ffn_num_input,
+                ffn_num_hiddens,
+                num_heads,
+                dropout,
+                i,
+            ),
+        )
+
+    @property
+    def attention_weights(self):
+        return [
+            [blk.attention1.attention.attention_weights for blk in self.blks],
+            [blk.attention2.attention.attention_weights for blk in self.blks],
+        ]
