@@ -101,6 +101,11 @@ class MultiHeadAttention(nn.Module):
                 "keys and values must share (B, K), got "
                 f"{tuple(keys.shape[:2])} and {tuple(values.shape[:2])}"
             )
+        if keys is values and self.W_k.in_features == self.W_v.in_features:
+            B, K, _ = keys.shape
+            kv = self._fused_linear((self.W_k, self.W_v), keys)  # (B, K, 2D)
+            k, v = kv.view(B, K, 2, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+            return k, v  # (B, H, K, Dh) each
         return self._split(self.W_k(keys)), self._split(self.W_v(values))
 
     def build_mask(
@@ -154,10 +159,15 @@ class MultiHeadAttention(nn.Module):
                 f"queries and keys must share the batch size, got {queries.shape[0]} and {k.shape[0]}"
             )
         q = self._split(self.W_q(queries))  # (B, H, Q, Dh)
-        return self._attend_heads(q, k, v, mask, need_weights)
+        return self.attend_heads(q, k, v, mask, need_weights)
 
-    def _attend_heads(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool | None
+    def attend_heads(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool | None = None,
     ) -> Tensor:
         """Per-head attention of projected q (B, H, Q, Dh), k, v (B, H, K, Dh) -> (B, Q, D)."""
         B, _, Q, _ = q.shape
@@ -195,15 +205,21 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,  # bool, broadcastable to (B, H, T, T)
         need_weights: bool | None = None,
     ) -> Tensor:  # (B, T, D)
-        """Self-attention with one fused projection: X @ [W_q; W_k; W_v]ᵀ, then split."""
+        """Self-attention with one fused projection of queries, keys and values."""
+        return self.attend_heads(*self.project_qkv(X), mask, need_weights)
+
+    def project_qkv(self, X: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """X (B, T, D) -> q, k, v, each (B, H, T, Dh), with one matmul X @ [W_q; W_k; W_v]ᵀ."""
         self._check_input("X", X, self.W_q.in_features)
         if not (self.W_q.in_features == self.W_k.in_features == self.W_v.in_features):
-            return self.attend(X, *self.project_kv(X, X), mask, need_weights)
+            return (self._split(self.W_q(X)), *self.project_kv(X, X))
         B, T, _ = X.shape
-        weight = torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight])  # (3D, D)
-        bias = None
-        if self.W_q.bias is not None:
-            bias = torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias])
-        qkv = F.linear(X, weight, bias).view(B, T, 3, self.num_heads, -1)  # (B, T, 3, H, Dh)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, T, Dh)
-        return self._attend_heads(q, k, v, mask, need_weights)
+        qkv = self._fused_linear((self.W_q, self.W_k, self.W_v), X)
+        q, k, v = qkv.view(B, T, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        return q, k, v
+
+    @staticmethod
+    def _fused_linear(layers: tuple[nn.Linear, ...], X: Tensor) -> Tensor:
+        weight = torch.cat([m.weight for m in layers])  # (n*D, D_in)
+        bias = None if layers[0].bias is None else torch.cat([m.bias for m in layers])
+        return F.linear(X, weight, bias)

@@ -221,7 +221,7 @@ class DecoderBlock(nn.Module):
     ) -> tuple[Tensor, BlockCache]:
         T = X.shape[1]
         X_in = self.addnorm1.pre(X)
-        k, v = self.attention1.project_kv(X_in, X_in)  # (B, H, T, Dh): the new positions only
+        q, k, v = self.attention1.project_qkv(X_in)  # (B, H, T, Dh): the new positions only
         if cache is not None:
             k = torch.cat([cache[0], k], dim=2)  # (B, H, past + T, Dh)
             v = torch.cat([cache[1], v], dim=2)
@@ -229,7 +229,7 @@ class DecoderBlock(nn.Module):
         else:
             cross_k, cross_v = self.attention2.project_kv(enc_outputs, enc_outputs)  # (B, H, S, Dh)
         self_mask = causal_mask(T, k.shape[2], device=X.device)  # (T, past + T)
-        Y = self.addnorm1(X, self.attention1.attend(X_in, k, v, self_mask))
+        Y = self.addnorm1(X, self.attention1.attend_heads(q, k, v, self_mask))
         Z = self.addnorm2(
             Y, self.attention2.attend(self.addnorm2.pre(Y), cross_k, cross_v, cross_mask)
         )

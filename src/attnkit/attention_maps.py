@@ -1,0 +1,164 @@
+"""Attention maps of one translated sentence, for pictures and the web explorer.
+
+Shape legend: L layers, H heads, S source tokens (``<eos>`` included), T target
+steps (``<bos>`` + the translation as decoder inputs; the translation + ``<eos>``
+as outputs).
+
+One teacher-forced pass over the decoded translation, with weights recorded,
+gives every map at once: a Transformer's encoder self-attention (L, H, S, S),
+decoder self-attention (L, H, T, T) and encoder-decoder attention (L, H, T, S);
+a Bahdanau model's single alignment (T, S).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from attnkit.attention.recording import record_attention
+from attnkit.decoding import greedy_decode
+
+__all__ = ["AttentionMaps", "attention_maps", "plot_attention_maps"]
+
+
+@dataclass
+class AttentionMaps:
+    source: list[str]  # source tokens, <eos> included: the keys of cross attention
+    decoder_inputs: list[str]  # <bos> + translation: the decoder's queries and self keys
+    outputs: list[str]  # translation + <eos> (if finished): what each decoder row predicted
+    translation: str
+    encoder_self: Tensor | None = None  # (L, H, S, S)
+    decoder_self: Tensor | None = None  # (L, H, T, T)
+    cross: Tensor | None = None  # (L, H, T, S); a Bahdanau alignment is (1, 1, T, S)
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        """Plain lists, for the JSON API."""
+
+        def lst(t: Tensor | None):
+            return None if t is None else t.tolist()
+
+        return {
+            "source": self.source,
+            "decoder_inputs": self.decoder_inputs,
+            "outputs": self.outputs,
+            "translation": self.translation,
+            "encoder_self": lst(self.encoder_self),
+            "decoder_self": lst(self.decoder_self),
+            "cross": lst(self.cross),
+        }
+
+
+def _stack(ws: list[Tensor | None]) -> Tensor | None:
+    if not ws or any(w is None for w in ws):
+        return None
+    return torch.stack([w[0] for w in ws]).float().cpu()  # (L, H, Q, K) of sentence 0
+
+
+@torch.no_grad()
+def attention_maps(
+    model: nn.Module,
+    data,
+    sentence: str,
+    *,
+    tokens: list[int] | None = None,
+    max_len: int | None = None,
+) -> AttentionMaps:
+    """Translate ``sentence`` greedily (or take ``tokens``) and collect its attention maps.
+
+    ``data`` provides ``encode_source`` and the vocabularies (a ``TranslationData``).
+    """
+    src_vocab, tgt_vocab = data.src_vocab, data.tgt_vocab
+    bos, eos = tgt_vocab["<bos>"], tgt_vocab["<eos>"]
+    device = next(model.parameters()).device
+    src, src_len = data.encode_source([sentence])  # (1, S), (1,)
+    src, src_len = src.to(device), src_len.to(device)
+    was_training = model.training
+    model.eval()
+    try:
+        finished = True
+        if tokens is None:
+            max_len = data.max_len + 2 if max_len is None else max_len
+            res = greedy_decode(model, src, src_len, bos_id=bos, eos_id=eos, max_len=max_len)
+            tokens, finished = res.tokens[0], res.finished[0]
+        outputs = tokens + ([eos] if finished else [])
+        dec_in = torch.tensor([[bos, *outputs[:-1]]], device=device) if outputs else None
+        S = int(src_len[0])
+        maps = AttentionMaps(
+            source=src_vocab.to_tokens(src[0, :S].tolist()),
+            decoder_inputs=tgt_vocab.to_tokens(dec_in[0].tolist()) if outputs else [],
+            outputs=tgt_vocab.to_tokens(outputs),
+            translation=" ".join(tgt_vocab.to_tokens(tokens)),
+        )
+        if not outputs:
+            return maps
+        with record_attention(model):
+            enc = model.encoder(src[:, :S], src_len)
+            model.decoder(dec_in, model.decoder.init_state(enc, src_len))
+        enc_w = getattr(model.encoder, "attention_weights", None)
+        dec_w = getattr(model.decoder, "attention_weights", None)
+        if isinstance(enc_w, list) and isinstance(dec_w, list) and len(dec_w) == 2:
+            maps.encoder_self = _stack(enc_w)
+            maps.decoder_self = _stack(dec_w[0])
+            maps.cross = _stack(dec_w[1])
+        else:
+            align = model.decoder.alignment()  # (1, T, S)
+            if align is not None:
+                maps.cross = align[0][None, None].float().cpu()
+        return maps
+    finally:
+        model.train(was_training)
+
+
+def plot_attention_maps(
+    maps: AttentionMaps, path: str | os.PathLike, all_heads: bool = False
+) -> list[str]:
+    """Write heatmaps of ``maps`` to ``path``; return the panel names drawn.
+
+    Without ``all_heads``: one panel per kind (last layer, averaged over heads).
+    With it: a grid per kind, a row per layer and a column per head. Tokens label
+    the axes (source on x for cross attention, the produced tokens on y).
+    """
+    import matplotlib.pyplot as plt
+
+    from attnkit.viz import save_figure
+
+    kinds = [
+        ("encoder self-attention", maps.encoder_self, maps.source, maps.source),
+        ("decoder self-attention", maps.decoder_self, maps.decoder_inputs, maps.decoder_inputs),
+        ("encoder-decoder attention", maps.cross, maps.source, maps.outputs),
+    ]
+    kinds = [k for k in kinds if k[1] is not None]
+    if not kinds:
+        raise ValueError("the model recorded no attention weights to draw")
+    panels: list[tuple[str, Tensor, list[str], list[str]]] = []
+    for name, w, xt, yt in kinds:
+        L, H = w.shape[:2]
+        if all_heads:
+            for layer in range(L):
+                for h in range(H):
+                    panels.append((f"{name}\nlayer {layer + 1} head {h + 1}", w[layer, h], xt, yt))
+        else:
+            title = name if (L, H) == (1, 1) else f"{name}\nlayer {L}, mean of {H} heads"
+            panels.append((title, w[-1].mean(0), xt, yt))
+    cols = max(w.shape[1] for _, w, _, _ in kinds) if all_heads else len(panels)
+    rows = -(-len(panels) // cols)
+    cell = 0.32
+    width = max(3.0, cell * max(len(p[2]) for p in panels) + 1.5)
+    height = max(3.0, cell * max(len(p[3]) for p in panels) + 1.5)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    for ax in axes.flat[len(panels) :]:
+        ax.axis("off")
+    for ax, (title, m, xt, yt) in zip(axes.flat, panels):
+        ax.imshow(m.numpy(), cmap="Reds", vmin=0.0, vmax=1.0)
+        ax.set_xticks(range(len(xt)), xt, rotation=90)
+        ax.set_yticks(range(len(yt)), yt)
+        ax.set_title(title, fontsize=9)
+    fig.suptitle(f"{' '.join(maps.source)}  ->  {maps.translation}", fontsize=10)
+    fig.tight_layout()
+    save_figure(fig, path)
+    plt.close(fig)
+    return [p[0] for p in panels]
