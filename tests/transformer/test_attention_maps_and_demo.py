@@ -45,7 +45,7 @@ def test_bahdanau_maps_single_alignment(data):
     torch.manual_seed(0)
     model = build_model(
         "bahdanau",
-        {"embed_size": 8, "num_hiddens": 8, "num_layers": 1},
+        {"embed_size": 8, "num_hiddens": 8, "num_layers": 1, "dropout": 0.0},
         len(data.src_vocab),
         len(data.tgt_vocab),
     )
