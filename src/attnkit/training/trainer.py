@@ -327,6 +327,8 @@ class Trainer:
                 )
                 if cfg.progress:
                     tqdm.write(msg)
+                else:
+                    print(msg, flush=True)
                 if cfg.out_dir is not None:
                     self.save()
                     if last or self.epoch % (10 * cfg.eval_every) == 0:

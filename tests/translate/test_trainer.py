@@ -1,0 +1,190 @@
+"""The shared trainer: config validation, schedule, learning, exact resume, safe checkpoints."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from attnkit.training import checkpoint as ckpt
+from attnkit.training.checkpoint import load_checkpoint, load_model, read_checkpoint_config
+from attnkit.training.trainer import TrainConfig, Trainer, lr_at
+
+CFG = {"embed_size": 16, "num_hiddens": 16, "num_layers": 2, "dropout": 0.1}
+
+
+def _trainer(tiny_data, tiny_model, tmp_path=None, arch="bahdanau", **train):
+    cfg = TrainConfig(
+        **{
+            "epochs": 2,
+            "lr": 0.01,
+            "batch_tokens": 512,
+            "progress": False,
+            "bleu_sentences": 8,
+            "out_dir": None if tmp_path is None else str(tmp_path),
+            **train,
+        }
+    )
+    return Trainer(tiny_model(arch), tiny_data, cfg, arch=arch, model_config=CFG)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match=r"TrainConfig\.epochs must be a positive int, got 0"):
+        TrainConfig(epochs=0)
+    with pytest.raises(ValueError, match=r"TrainConfig\.schedule must be one of"):
+        TrainConfig(schedule="cosine")
+    with pytest.raises(ValueError, match="warmup_steps must be >= 1"):
+        TrainConfig(schedule="inverse_sqrt")
+    with pytest.raises(ValueError, match=r"TrainConfig\.lr must be a positive number"):
+        TrainConfig(lr=-1.0)
+    with pytest.raises(ValueError, match="label_smoothing"):
+        TrainConfig(label_smoothing=1.0)
+    with pytest.raises(ValueError, match="unknown TrainConfig keys"):
+        TrainConfig.from_dict({"epochs": 1, "momentum": 0.9})
+    cfg = TrainConfig(epochs=3, clip=None)
+    assert TrainConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+
+
+def test_inverse_sqrt_schedule_peaks_at_lr():
+    cfg = TrainConfig(lr=1e-3, schedule="inverse_sqrt", warmup_steps=100)
+    assert lr_at(cfg, 100) == pytest.approx(1e-3)
+    assert lr_at(cfg, 1) == pytest.approx(1e-3 / 100)  # linear warm-up
+    assert lr_at(cfg, 400) == pytest.approx(1e-3 / 2)  # then 1/sqrt decay
+    assert max(lr_at(cfg, s) for s in range(1, 1000)) == pytest.approx(1e-3)
+    assert lr_at(TrainConfig(lr=0.5), 7) == 0.5
+
+
+def test_training_lowers_the_loss_and_writes_a_checkpoint(tiny_data, tiny_model, tmp_path):
+    trainer = _trainer(tiny_data, tiny_model, tmp_path, epochs=3)
+    before = trainer.evaluate("val")["loss"]
+    history = trainer.fit()
+    assert history["epoch"] == [1, 2, 3]
+    assert history["val_loss"][-1] < before - 1.0
+    assert history["train_loss"][-1] < history["train_loss"][0]
+    assert all(math.isfinite(x) for x in history["val_bleu"])
+    config = read_checkpoint_config(tmp_path)
+    assert config["arch"] == "bahdanau" and config["epoch"] == 3 and config["model_config"] == CFG
+    assert config["data"]["max_len"] == tiny_data.max_len
+    assert (tmp_path / "curves.png").stat().st_size > 1000
+    # the files load with weights_only=True (no arbitrary unpickling)
+    ck = load_checkpoint(tmp_path)
+    assert ck.trainer_state["step"] == trainer.step and ck.trainer_state["epoch"] == 3
+    model, _ = load_model(tmp_path)
+    for k, v in trainer.model.state_dict().items():
+        assert torch.equal(model.state_dict()[k], v)
+    assert len(list(tmp_path.glob("model-*.pt"))) == 1  # old files cleaned up
+
+
+def test_resume_is_exact(tiny_data, tiny_model, tmp_path):
+    straight = _trainer(tiny_data, tiny_model, tmp_path / "a", epochs=2)
+    straight.fit()
+    first = _trainer(tiny_data, tiny_model, tmp_path / "b", epochs=1)
+    first.fit()
+    torch.manual_seed(123)  # a killed run restarts in a fresh process: other RNG state
+    resumed = _trainer(tiny_data, tiny_model, tmp_path / "b", epochs=2)
+    assert resumed.resume() and resumed.epoch == 1
+    resumed.fit()
+    assert resumed.step == straight.step
+    for (name, a), b in zip(
+        straight.model.state_dict().items(), resumed.model.state_dict().values()
+    ):
+        assert torch.equal(a, b), name
+    assert resumed.history == straight.history | {"tokens_per_s": resumed.history["tokens_per_s"]}
+
+
+def test_failed_save_keeps_the_previous_checkpoint(tiny_data, tiny_model, tmp_path, monkeypatch):
+    trainer = _trainer(tiny_data, tiny_model, tmp_path, epochs=1)
+    trainer.fit()
+    saved = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    with torch.no_grad():
+        for p in trainer.model.parameters():
+            p.add_(1.0)
+    trainer.step += 1
+    real = ckpt._atomic_write_bytes
+
+    def failing(path, data):
+        if path.name == "config.json":
+            raise OSError("disk full")  # crash at the commit point
+        return real(path, data)
+
+    monkeypatch.setattr(ckpt, "_atomic_write_bytes", failing)
+    with pytest.raises(OSError, match="disk full"):
+        trainer.save()
+    model, config = load_model(tmp_path)
+    assert config["step"] == trainer.step - 1
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, saved[k])
+    monkeypatch.setattr(ckpt, "_atomic_write_bytes", real)
+    trainer.save()  # the next good save commits and removes the orphans
+    assert len(list(tmp_path.glob("model-*.pt"))) == 1
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_checkpoint_errors(tiny_data, tiny_model, tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a directory"):
+        load_model(tmp_path / "missing")
+    with pytest.raises(FileNotFoundError, match=r"config\.json is missing"):
+        load_model(tmp_path)
+    trainer = _trainer(tiny_data, tiny_model, tmp_path, epochs=1, arch="seq2seq")
+    trainer.save()
+    # another arch
+    other = _trainer(tiny_data, tiny_model, tmp_path, epochs=2, arch="bahdanau")
+    with pytest.raises(ValueError, match="trained with arch 'seq2seq', not 'bahdanau'"):
+        other.resume()
+    # weights that do not fit the recorded config
+    config_path = tmp_path / "config.json"
+    config = json.loads(config_path.read_text())
+    config["model_config"]["num_hiddens"] = 8
+    config_path.write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="do not fit this model"):
+        load_model(tmp_path)
+    # a corrupted weights file
+    config["model_config"]["num_hiddens"] = 16
+    config_path.write_text(json.dumps(config))
+    weights = tmp_path / config["files"]["model"]
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="corrupted"):
+        load_model(tmp_path)
+    weights.unlink()
+    with pytest.raises(FileNotFoundError, match="is incomplete"):
+        load_model(tmp_path)
+    config_path.write_text("{ not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        load_model(tmp_path)
+    config_path.write_text(json.dumps({"format": "something-else"}))
+    with pytest.raises(ValueError, match="not an attnkit checkpoint"):
+        load_model(tmp_path)
+
+
+def test_resume_rejects_other_data(tiny_data, tiny_model, tmp_path):
+    from attnkit.data.translation import load_translation_data
+
+    _trainer(tiny_data, tiny_model, tmp_path, epochs=1).save()
+    other = load_translation_data(None, num_pairs=120, seed=1)
+    trainer = Trainer(
+        tiny_model("bahdanau"),
+        other,
+        TrainConfig(epochs=2, out_dir=str(tmp_path), progress=False),
+        arch="bahdanau",
+        model_config=CFG,
+    )
+    with pytest.raises(ValueError, match="different data/vocabularies"):
+        trainer.resume()
+    assert _trainer(tiny_data, tiny_model, tmp_path / "empty").resume() is False
+
+
+def test_trainer_argument_errors(tiny_data, tiny_model):
+    with pytest.raises(TypeError, match="model must be an EncoderDecoder"):
+        Trainer(torch.nn.Linear(2, 2), tiny_data, TrainConfig())
+    with pytest.raises(TypeError, match="config must be a TrainConfig"):
+        Trainer(tiny_model(), tiny_data, {"epochs": 1})
+    with pytest.raises(ValueError, match=r"rank must be an int in \[0, 1\)"):
+        Trainer(tiny_model(), tiny_data, TrainConfig(), rank=1)
+    with pytest.raises(RuntimeError, match=r"torch\.distributed to be initialized"):
+        Trainer(tiny_model(), tiny_data, TrainConfig(), rank=0, world_size=2)
+    with pytest.raises(ValueError, match="no checkpoint directory"):
+        Trainer(tiny_model(), tiny_data, TrainConfig()).save()
