@@ -34,3 +34,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def fra_file(monkeypatch) -> Path:
+    """The real Tatoeba ``fra.txt`` (skips when absent); also sets ``$ATTNKIT_FRA``."""
+    path = real_data_file("ATTNKIT_FRA", "fra-eng/fra.txt")
+    monkeypatch.setenv("ATTNKIT_FRA", str(path))
+    return path
