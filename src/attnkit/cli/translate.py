@@ -78,6 +78,8 @@ def register(sub) -> None:
     data.add_argument("--num-pairs", type=int, default=None, help="generated pairs (20000)")
     data.add_argument("--max-len", type=int, default=None, help="tokens + <eos> per side (12)")
     data.add_argument("--min-freq", type=int, default=None, help="vocabulary min count (2)")
+    data.add_argument("--val-fraction", type=float, default=None, help="default 0.05")
+    data.add_argument("--test-fraction", type=float, default=None, help="default 0.05")
     opt = t.add_argument_group("training")
     for flag, (_, typ, help_) in _TRAIN_FLAGS.items():
         opt.add_argument(flag, type=typ, default=None, help=help_)
@@ -177,7 +179,14 @@ def run_train(args: argparse.Namespace) -> int:
     else:
         model_config = dataclasses.asdict(arch_config(arch, overrides))
         data_args = {"data": args.data, "seed": args.seed or 0}
-        for key in ("num_examples", "num_pairs", "max_len", "min_freq"):
+        for key in (
+            "num_examples",
+            "num_pairs",
+            "max_len",
+            "min_freq",
+            "val_fraction",
+            "test_fraction",
+        ):
             if getattr(args, key) is not None:
                 data_args[key] = getattr(args, key)
         train_dict = {**TrainConfig().to_dict(), **_DEFAULT_TRAIN}

@@ -139,6 +139,11 @@ def _check_dropout(dropout: float) -> None:
         raise ValueError(f"dropout must be a float in [0, 1), got {dropout!r}")
 
 
+def _gru_dropout(dropout: float, num_layers: int) -> float:
+    """nn.GRU drops out between layers only; with one layer pass 0 (no warning)."""
+    return dropout if num_layers > 1 else 0.0
+
+
 # ----------------------------------------------------------------------------- encoder
 
 
@@ -168,7 +173,9 @@ class Seq2SeqEncoder(Encoder):
         )
         _check_dropout(dropout)
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, dropout=dropout)
+        self.rnn = nn.GRU(
+            embed_size, num_hiddens, num_layers, dropout=_gru_dropout(dropout, num_layers)
+        )
         self.apply(xavier_init_weights)
 
     def forward(self, X: Tensor, src_len: Tensor | None = None, *args) -> tuple[Tensor, Tensor]:
@@ -224,7 +231,12 @@ class Seq2SeqDecoder(Decoder):
         )
         _check_dropout(dropout)
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout=dropout)
+        self.rnn = nn.GRU(
+            embed_size + num_hiddens,
+            num_hiddens,
+            num_layers,
+            dropout=_gru_dropout(dropout, num_layers),
+        )
         self.dense = nn.Linear(num_hiddens, vocab_size)
         self.apply(xavier_init_weights)
 
@@ -287,7 +299,12 @@ class Seq2SeqAttentionDecoder(AttentionDecoder):
         _check_dropout(dropout)
         self.attention = AdditiveAttention(num_hiddens, num_hiddens, num_hiddens, dropout)
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout=dropout)
+        self.rnn = nn.GRU(
+            embed_size + num_hiddens,
+            num_hiddens,
+            num_layers,
+            dropout=_gru_dropout(dropout, num_layers),
+        )
         self.dense = nn.Linear(num_hiddens, vocab_size)
         self._attention_weights: list[Tensor] = []
         self.apply(xavier_init_weights)
