@@ -245,8 +245,10 @@ def load_data_nmt(batch_size, num_steps, num_examples=600):
     As the book: ``num_examples + 1`` pairs (its off-by-one), ``min_freq=2``, vocabularies
     over all pairs, ``<eos>`` appended before truncation to ``num_steps``.
     """
-    text = preprocess_nmt(read_data_nmt())
-    source, target = tokenize_nmt(text, num_examples)
+    raw = read_data_nmt()
+    if num_examples:  # only lines 0..num_examples are read: preprocess just those (same result)
+        raw = "\n".join(raw.split("\n", num_examples + 1)[: num_examples + 1])
+    source, target = tokenize_nmt(preprocess_nmt(raw), num_examples)
     reserved = ["<pad>", "<bos>", "<eos>"]
     src_vocab = _NMTVocab(source, min_freq=2, reserved_tokens=reserved)
     tgt_vocab = _NMTVocab(target, min_freq=2, reserved_tokens=reserved)

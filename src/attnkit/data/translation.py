@@ -6,6 +6,18 @@ THE INTERFACE (shared by the models, the trainer and the CLI):
 
 - ``TranslationBatch``: one padded batch; source and target end in ``<eos>``,
   the target has no ``<bos>`` (the trainer prepends it for teacher forcing).
+- ``TranslationData`` (from :func:`load_translation_data`): vocabularies, the
+  train/val/test pairs, ``batches(...)``, ``encode_source(...)``, ``to_dict()``.
+
+Pipeline: text (the generated corpus of :mod:`attnkit.data.synthetic_fr`, a
+``fra.txt``-format file, or the hub download) -> the book's ``preprocess_nmt`` ->
+pairs (malformed lines skipped and reported) -> pairs longer than ``max_len`` dropped
+-> splits that never share a source sentence -> vocabularies from the training split
+(``<unk>=0, <pad>=1, <bos>=2, <eos>=3``) -> length-bucketed batches under a budget of
+padded source + target tokens, shuffled per ``(seed, epoch)``, sharded over ranks.
+
+The book's own functions (``preprocess_nmt``, ``tokenize_nmt`` with its off-by-one,
+``truncate_pad``, ``build_array_nmt``) are here too, unchanged in behaviour.
 """
 
 from __future__ import annotations
@@ -174,10 +186,13 @@ def read_pairs(
     Raises:
         ValueError: no usable pair at all (the message names ``source``).
     """
-    text = preprocess_nmt(text)
+    if num_examples is None:
+        lines = preprocess_nmt(text).split("\n")
+    else:  # preprocess lazily, line by line ("\n" + line: the same look-behind as the whole text)
+        lines = (preprocess_nmt("\n" + line)[1:] for line in text.split("\n"))
     pairs: list[tuple[list[str], list[str]]] = []
     bad: list[int] = []
-    for lineno, line in enumerate(text.split("\n"), start=1):
+    for lineno, line in enumerate(lines, start=1):
         if num_examples is not None and len(pairs) >= num_examples:
             break
         line = line.rstrip("\r")

@@ -1,0 +1,402 @@
+"""Translation data: book preprocessing, reading, splits, bucketed batches, TranslationData."""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import warnings
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnkit.data import hub
+from attnkit.data.text import Vocab
+from attnkit.data.translation import (
+    TranslationBatch,
+    TranslationData,
+    bucket_batches,
+    build_array_nmt,
+    load_translation_data,
+    padding_efficiency,
+    preprocess_nmt,
+    read_fra,
+    read_pairs,
+    split_by_source,
+    tokenize_nmt,
+    truncate_pad,
+)
+
+
+@functools.cache
+def generated() -> TranslationData:
+    return load_translation_data(num_pairs=3000, seed=0)
+
+
+def book_preprocess_nmt(text: str) -> str:
+    """The book's code, verbatim in behaviour (reference for the regex version)."""
+
+    def no_space(char, prev_char):
+        return char in set(",.!?") and prev_char != " "
+
+    text = text.replace("\u202f", " ").replace("\xa0", " ").lower()
+    out = [" " + c if i > 0 and no_space(c, text[i - 1]) else c for i, c in enumerate(text)]
+    return "".join(out)
+
+
+# ------------------------------------------------------------------ book preprocessing
+
+
+def test_preprocess_nmt_examples():
+    raw = "Go.\tVa !\nHi.\tSalut !\nRun!\tCours\u202f!\nWow!\tÇa alors\xa0!\nI'm OK.\tJ'ai 2,5 ans."
+    assert preprocess_nmt(raw) == (
+        "go .\tva !\nhi .\tsalut !\nrun !\tcours !\nwow !\tça alors !\ni'm ok .\tj'ai 2 ,5 ans ."
+    )
+    assert preprocess_nmt(".Go") == ".go"  # position 0 never gets a space
+    assert preprocess_nmt("a!?") == "a ! ?"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="aZé ,.!?;:'\t\n\u202f\xa0", max_size=40))
+def test_preprocess_nmt_equals_book_code(text):
+    assert preprocess_nmt(text) == book_preprocess_nmt(text)
+
+
+def test_tokenize_nmt_off_by_one_and_malformed_lines():
+    text = "a .\tb .\nc\nd .\te .\tf\ng h\ti\nj\tk\nl\tm\n"
+    src, tgt = tokenize_nmt(text)
+    assert src == [["a", "."], ["g", "h"], ["j"], ["l"]]
+    assert tgt == [["b", "."], ["i"], ["k"], ["m"]]
+    # break when i > num_examples: lines 0..3 are read (4 lines), two of them malformed
+    src, _ = tokenize_nmt(text, num_examples=3)
+    assert src == [["a", "."], ["g", "h"]]
+    src, _ = tokenize_nmt(text, num_examples=4)
+    assert len(src) == 3
+
+
+def test_truncate_pad_and_build_array_nmt():
+    assert truncate_pad([47, 4], 5, 1) == [47, 4, 1, 1, 1]
+    assert truncate_pad([1, 2, 3, 4], 2, 0) == [1, 2]
+    with pytest.raises(ValueError, match="num_steps must be > 0, got 0"):
+        truncate_pad([1], 0, 0)
+    vocab = Vocab([["a", "b", "a", "b", "c", "c"]], reserved_tokens=["<pad>", "<bos>", "<eos>"])
+    a, b, c = vocab["a"], vocab["b"], vocab["c"]
+    X, valid = build_array_nmt([["a"], ["a", "b", "c"], ["zz"]], vocab, 3)
+    # <eos>=3 appended before truncation: the 3-token line loses it
+    assert X.tolist() == [[a, 3, 1], [a, b, c], [0, 3, 1]]
+    assert valid.tolist() == [2, 3, 2]
+    assert X.dtype == torch.long
+    assert valid.dtype == (X != 1).type(torch.int32).sum(1).dtype  # the book's expression
+    X, valid = build_array_nmt([], vocab, 4)
+    assert X.shape == (0, 4) and valid.shape == (0,)
+
+
+# ------------------------------------------------------------------ reading files
+
+
+def test_read_fra_is_utf8(tmp_path):
+    path = tmp_path / "fra.txt"
+    path.write_bytes("Hi.\tÇa va\u202f?\n".encode())
+    assert read_fra(path) == "Hi.\tÇa va\u202f?\n"
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        read_fra(tmp_path / "missing.txt")
+
+
+def test_read_pairs_skips_and_reports_malformed_lines():
+    text = "Go.\tVa !\nno tab here\n\nHi.\tSalut !\n\tempty source\nA\tB\tC\nOK.\t  \nYes.\tOui.\n"
+    with pytest.warns(UserWarning, match=r"skipped 4 malformed line\(s\).*line\(s\) 2, 5, 6, 7"):
+        pairs, report = read_pairs(text, source="f.txt")
+    assert pairs == [(["go", "."], ["va", "!"]), (["hi", "."], ["salut", "!"]),
+                     (["yes", "."], ["oui", "."])]  # fmt: skip
+    assert (report.pairs, report.malformed, report.malformed_lines) == (3, 4, (2, 5, 6, 7))
+    # num_examples keeps the first usable pairs, no off-by-one
+    with pytest.warns(UserWarning):
+        assert len(read_pairs(text, 2)[0]) == 2
+
+
+def test_zero_usable_pairs_names_the_file(tmp_path):
+    path = tmp_path / "broken.txt"
+    path.write_text("no tabs\nat all\n", encoding="utf-8")
+    with (
+        pytest.warns(UserWarning),
+        pytest.raises(ValueError, match=r"broken\.txt has no usable 'English<TAB>French' pairs"),
+    ):
+        load_translation_data(path)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"empty\.txt has no usable"):
+        load_translation_data(empty)
+
+
+def test_download_offline_error_suggests_data_file(monkeypatch):
+    def offline(name, folder=None):
+        raise hub.DatasetUnavailableError("could not download 'fra-eng' (no network)")
+
+    monkeypatch.setattr(hub, "download_extract", offline)
+    with pytest.raises(hub.DatasetUnavailableError, match=r"--data FILE"):
+        load_translation_data("download")
+
+
+# ------------------------------------------------------------------ splits
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    sources=st.lists(st.integers(0, 30), min_size=1, max_size=120),
+    val=st.floats(0, 0.45),
+    test=st.floats(0, 0.45),
+    seed=st.integers(0, 5),
+)
+def test_splits_never_share_a_source(sources, val, test, seed):
+    pairs = [([f"w{s}"], [f"t{i}"]) for i, s in enumerate(sources)]
+    tr, va, te = split_by_source(pairs, val, test, seed)
+    assert sorted(tr + va + te) == list(range(len(pairs)))
+    seen = [{pairs[i][0][0] for i in part} for part in (tr, va, te)]
+    assert not (seen[0] & seen[1]) and not (seen[0] & seen[2]) and not (seen[1] & seen[2])
+    assert (tr, va, te) == split_by_source(pairs, val, test, seed)
+    groups = len(set(sources))
+    assert len(seen[2]) == round(test * groups)
+    assert len(seen[1]) == round(val * groups)
+
+
+def test_split_arguments_are_validated():
+    pairs = [(["a"], ["b"])]
+    with pytest.raises(ValueError, match=r"val_fraction must be a number in \[0, 1\), got 1.0"):
+        split_by_source(pairs, 1.0, 0.0)
+    with pytest.raises(ValueError, match=r"test_fraction must be a number in \[0, 1\), got -0.1"):
+        split_by_source(pairs, 0.1, -0.1)
+    with pytest.raises(ValueError, match="val_fraction \\+ test_fraction must be < 1"):
+        split_by_source(pairs, 0.5, 0.5)
+
+
+# ------------------------------------------------------------------ batching
+
+
+lengths_strategy = st.lists(
+    st.tuples(st.integers(1, 12), st.integers(1, 12)), min_size=1, max_size=150
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(lengths=lengths_strategy, budget=st.integers(24, 300), seed=st.integers(0, 3))
+def test_bucketing_covers_every_example_once_within_budget(lengths, budget, seed):
+    for shuffle in (True, False):
+        batches = bucket_batches(lengths, budget, shuffle=shuffle, seed=seed, epoch=seed)
+        flat = [i for b in batches for i in b]
+        assert sorted(flat) == list(range(len(lengths)))
+        for b in batches:
+            cost = len(b) * (max(lengths[i][0] for i in b) + max(lengths[i][1] for i in b))
+            assert cost <= budget
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lengths=lengths_strategy,
+    budget=st.integers(24, 120),
+    world_size=st.integers(1, 4),
+    epoch=st.integers(0, 3),
+)
+def test_shards_are_disjoint_and_equal(lengths, budget, world_size, epoch):
+    all_batches = bucket_batches(lengths, budget, seed=1, epoch=epoch)
+    if len(all_batches) < world_size:
+        with pytest.raises(ValueError, match="cannot be shared by world_size"):
+            bucket_batches(lengths, budget, seed=1, epoch=epoch, world_size=world_size)
+        return
+    shards = [
+        bucket_batches(lengths, budget, seed=1, epoch=epoch, rank=r, world_size=world_size)
+        for r in range(world_size)
+    ]
+    assert len({len(s) for s in shards}) == 1  # every rank does the same number of steps
+    assert len(shards[0]) == len(all_batches) // world_size
+    flat = [i for s in shards for b in s for i in b]
+    assert len(flat) == len(set(flat))  # disjoint
+    kept = {tuple(b) for s in shards for b in s}
+    assert kept <= {tuple(b) for b in all_batches}
+
+
+def test_batches_deterministic_per_seed_and_epoch():
+    lengths = [
+        (random.Random(i).randint(2, 11), random.Random(-i).randint(2, 11)) for i in range(500)
+    ]
+    a = bucket_batches(lengths, 200, seed=0, epoch=0)
+    assert a == bucket_batches(lengths, 200, seed=0, epoch=0)
+    assert a != bucket_batches(lengths, 200, seed=0, epoch=1)
+    assert a != bucket_batches(lengths, 200, seed=1, epoch=0)
+    fixed = bucket_batches(lengths, 200, shuffle=False, seed=0)
+    assert fixed == bucket_batches(lengths, 200, shuffle=False, seed=7, epoch=3)
+    # unshuffled batches come in increasing length order
+    assert [lengths[b[0]] for b in fixed] == sorted(lengths[b[0]] for b in fixed)
+
+
+def test_batching_errors():
+    with pytest.raises(ValueError, match="batch_tokens must be a positive int, got 0"):
+        bucket_batches([(1, 1)], 0)
+    with pytest.raises(ValueError, match=r"batch_tokens=10 is smaller than the longest example"):
+        bucket_batches([(6, 7)], 10)
+    with pytest.raises(ValueError, match=r"rank must be an int in \[0, world_size=2\), got 2"):
+        bucket_batches([(1, 1)], 10, rank=2, world_size=2)
+    with pytest.raises(ValueError, match="world_size must be an int >= 1, got 0"):
+        bucket_batches([(1, 1)], 10, world_size=0)
+    assert bucket_batches([], 10) == []
+
+
+def _random_batches(data: TranslationData, budget: int) -> list[TranslationBatch]:
+    """Baseline: shuffle the pairs and fill batches in that order under the same budget."""
+    src, tgt = data._encoded("train")
+    idx = list(range(len(src)))
+    random.Random(0).shuffle(idx)
+    groups, cur, ms, mt = [], [], 0, 0
+    for i in idx:
+        ns, nt = max(ms, len(src[i])), max(mt, len(tgt[i]))
+        if cur and (len(cur) + 1) * (ns + nt) > budget:
+            groups.append(cur)
+            cur, ns, nt = [], len(src[i]), len(tgt[i])
+        cur.append(i)
+        ms, mt = ns, nt
+    groups.append(cur)
+    out = []
+    for g in groups:
+        s = torch.nn.utils.rnn.pad_sequence([torch.tensor(src[i]) for i in g], True, 1)
+        t = torch.nn.utils.rnn.pad_sequence([torch.tensor(tgt[i]) for i in g], True, 1)
+        s_len = torch.tensor([len(src[i]) for i in g])
+        t_len = torch.tensor([len(tgt[i]) for i in g])
+        out.append(TranslationBatch(s, s_len, t, t_len))
+    return out
+
+
+def test_bucketing_wastes_little_padding():
+    data = generated()
+    bucketed = padding_efficiency(data.batches("train", 400))
+    random_ = padding_efficiency(_random_batches(data, 400))
+    print(f"padding efficiency: bucketed {bucketed:.3f}, random {random_:.3f}")
+    assert bucketed > 0.95
+    assert random_ < 0.85
+    assert bucketed - random_ > 0.15
+
+
+# ------------------------------------------------------------------ TranslationData
+
+
+def test_generated_data_object():
+    data = generated()
+    assert (len(data.train), len(data.val), len(data.test)) == (2700, 150, 150)
+    assert data.num_dropped == 0 and data.source == "generated"
+    for vocab in (data.src_vocab, data.tgt_vocab):
+        assert vocab.idx_to_token[:4] == ["<unk>", "<pad>", "<bos>", "<eos>"]
+    splits = [{tuple(s) for s, _ in getattr(data, n)} for n in ("train", "val", "test")]
+    assert not (splits[0] & splits[1] or splits[0] & splits[2] or splits[1] & splits[2])
+    src, tgt = data.train[0]
+    assert isinstance(src, list) and "<eos>" not in src and "<eos>" not in tgt
+    assert "TranslationData(source='generated', train=2700" in repr(data)
+
+
+def test_batch_contents_match_pairs():
+    data = generated()
+    batches = data.batches("val", 120, shuffle=False)
+    seen = []
+    for b in batches:
+        B, S = b.src.shape  # (B, S)
+        assert b.tgt.shape[0] == B and b.src_len.shape == b.tgt_len.shape == (B,)
+        assert b.src.dtype == b.tgt.dtype == b.src_len.dtype == torch.long
+        assert B * (S + b.tgt.shape[1]) <= 120
+        for row in range(B):
+            n, m = int(b.src_len[row]), int(b.tgt_len[row])
+            assert int(b.src[row, n - 1]) == 3 and (b.src[row, n:] == 1).all()
+            assert int(b.tgt[row, m - 1]) == 3 and (b.tgt[row, m:] == 1).all()
+            src = data.src_vocab.to_tokens(b.src[row, : n - 1].tolist())
+            seen.append((src, data.decode_target(b.tgt[row])))
+    sv, tv = data.src_vocab, data.tgt_vocab
+    # val words that are rare in train come back as <unk>
+    expected = sorted((sv.to_tokens(sv[s]), " ".join(tv.to_tokens(tv[t]))) for s, t in data.val)
+    assert sorted(seen) == expected
+    assert sum(b.src.shape[0] for b in batches) == len(data.val)
+
+
+def test_train_batches_shard_over_ranks():
+    data = generated()
+    shards = [data.batches("train", 300, epoch=2, rank=r, world_size=3) for r in range(3)]
+    assert len({len(s) for s in shards}) == 1
+    total = sum(b.src.shape[0] for s in shards for b in s)
+    assert 0.95 * len(data.train) < total <= len(data.train)
+
+
+def test_max_len_drops_long_pairs(tmp_path):
+    path = tmp_path / "fra.txt"
+    lines = [f"w{i} x .\tm{i} y ." for i in range(40)] + ["a b c d e f g\th ."]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    data = load_translation_data(path, max_len=5, min_freq=1, val_fraction=0.1, test_fraction=0.1)
+    assert data.num_dropped == 1 and data.num_malformed == 0
+    assert len(data.train) + len(data.val) + len(data.test) == 40
+    assert data.source == str(path)
+    with pytest.raises(ValueError, match=r"no pair of .* fits max_len=2"):
+        load_translation_data(path, max_len=2)
+
+
+def test_encode_source():
+    data = generated()
+    src, src_len = data.encode_source(["The red car is big.", "I like zebras!"])
+    assert src.shape == (2, 7) and src.dtype == src_len.dtype == torch.long
+    assert src_len.tolist() == [7, 5]
+    v = data.src_vocab
+    assert src[0].tolist() == v[["the", "red", "car", "is", "big", "."]] + [3]
+    assert src[1].tolist() == [v["i"], v["like"], 0, v["!"], 3, 1, 1]  # zebras -> <unk>
+    with pytest.raises(ValueError, match="cannot translate an empty sentence: ' '"):
+        data.encode_source(["hi", " "])
+    long = "one two three four five six seven eight nine ten eleven twelve"
+    with pytest.raises(ValueError, match=r"sentence 'one two .* more than max_len=12"):
+        data.encode_source([long])
+    with pytest.raises(ValueError, match="sentences must be a non-empty list of str"):
+        data.encode_source("the car")
+
+
+def test_to_dict_is_json_and_round_trips():
+    data = generated()
+    d = json.loads(json.dumps(data.to_dict()))
+    assert d["max_len"] == 12
+    back = TranslationData.from_dict(d)
+    assert back.src_vocab.idx_to_token == data.src_vocab.idx_to_token
+    assert back.tgt_vocab.idx_to_token == data.tgt_vocab.idx_to_token
+    assert torch.equal(back.encode_source(["i am sad ."])[0], data.encode_source(["i am sad ."])[0])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"num_examples": 0}, "num_examples must be None or a positive int, got 0"),
+        ({"min_freq": -1}, "min_freq must be an int >= 0, got -1"),
+        ({"max_len": 1}, r"max_len must be an int >= 2 \(a token and <eos>\), got 1"),
+        ({"num_pairs": 0}, "num_pairs must be a positive int, got 0"),
+        ({"val_fraction": 1.5}, r"val_fraction must be a number in \[0, 1\), got 1.5"),
+        ({"test_fraction": -0.5}, r"test_fraction must be a number in \[0, 1\), got -0.5"),
+        ({"val_fraction": 0.6, "test_fraction": 0.4}, "val_fraction \\+ test_fraction"),
+    ],
+)
+def test_load_arguments_are_validated(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        load_translation_data(**kwargs)
+
+
+def test_real_file_splits(fra_file):
+    data = load_translation_data(fra_file, num_examples=5000, seed=1)
+    total = len(data.train) + len(data.val) + len(data.test) + data.num_dropped
+    assert total == 5000 and data.num_malformed == 0
+    assert data.src_vocab.idx_to_token[:4] == ["<unk>", "<pad>", "<bos>", "<eos>"]
+    assert ["va", "!"] in [t for s, t in data.train + data.val + data.test if s == ["go", "."]]
+    train_src = {tuple(s) for s, _ in data.train}
+    assert not train_src & {tuple(s) for s, _ in data.val + data.test}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet="ab .!?\t\n\u202f", max_size=60))
+def test_read_pairs_lazy_path_equals_whole_text_path(text):
+    def pairs(n):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return read_pairs(text, n)[0]
+        except ValueError:
+            return None
+
+    assert pairs(10_000) == pairs(None)
