@@ -34,10 +34,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnkit.attention.masking import lengths_to_mask, masked_softmax
+from attnkit.attention.masking import lengths_to_mask
 from attnkit.attention.scoring import AdditiveAttention
 
 __all__ = [
@@ -180,18 +181,22 @@ class Seq2SeqEncoder(Encoder):
 
     def forward(self, X: Tensor, src_len: Tensor | None = None, *args) -> tuple[Tensor, Tensor]:
         check_tokens(X, "src")
-        emb = self.embedding(X.t())  # (S, B, E): time-major, as the book
-        S = emb.shape[0]
-        if src_len is None or bool((src_len >= S).all()):
-            return self.rnn(emb)  # (S, B, H), (L, B, H)
-        if src_len.shape != (X.shape[0],):
-            raise ValueError(
-                f"src_len must have shape (B,) = ({X.shape[0]},), got {tuple(src_len.shape)}"
-            )
-        lengths = src_len.detach().to("cpu", torch.int64).clamp(min=1)
-        packed = pack_padded_sequence(emb, lengths, enforce_sorted=False)
-        out, state = self.rnn(packed)
-        out, _ = pad_packed_sequence(out, total_length=S)  # (S, B, H), zeros past each length
+        if src_len is None:
+            return self.rnn(self.embedding(X.t()))  # (S, B, H), (L, B, H); the book's path
+        B, S = X.shape
+        if tuple(src_len.shape) != (B,):
+            raise ValueError(f"src_len must have shape (B,) = ({B},), got {tuple(src_len.shape)}")
+        lengths = src_len.detach().to("cpu", torch.int64).clamp(1, S)
+        longest = int(lengths.max())
+        emb = self.embedding(X[:, :longest].t())  # (S', B, E): columns of padding only dropped
+        if bool((lengths == longest).all()):
+            out, state = self.rnn(emb)
+        else:
+            packed = pack_padded_sequence(emb, lengths, enforce_sorted=False)
+            out, state = self.rnn(packed)
+            out, _ = pad_packed_sequence(out, total_length=longest)  # zeros past each length
+        if longest < S:
+            out = F.pad(out, (0, 0, 0, 0, 0, S - longest))  # (S, B, H)
         return out, state
 
 
@@ -322,12 +327,19 @@ class Seq2SeqAttentionDecoder(AttentionDecoder):
         att = self.attention
         keys = att.W_k(enc_outputs).unsqueeze(1)  # (B, 1, S, H)
         mask = None if src_len is None else lengths_to_mask(src_len, S).unsqueeze(1)  # (B, 1, S)
+        # masked_softmax inlined for the per-step loop (its checks cost more than the math):
+        # fill masked keys with the lowest value, softmax, then zero them exactly.
+        fill = None if mask is None else ~mask
+        lowest = torch.finfo(enc_outputs.dtype).min
         emb = self.embedding(X.t())  # (T, B, E)
         outputs, weights = [], []
         for x in emb:  # x: (B, E)
             query = att.W_q(hidden[-1]).unsqueeze(1).unsqueeze(2)  # (B, 1, 1, H)
             scores = att.w_v(torch.tanh(query + keys)).squeeze(-1)  # (B, 1, S)
-            w = masked_softmax(scores, mask)  # (B, 1, S)
+            if fill is None:
+                w = torch.softmax(scores, dim=-1)  # (B, 1, S)
+            else:
+                w = torch.softmax(scores.masked_fill(fill, lowest), dim=-1) * mask
             context = torch.bmm(att.dropout(w), enc_outputs)  # (B, 1, H)
             step_in = torch.cat((context.squeeze(1), x), dim=-1).unsqueeze(0)  # (1, B, H + E)
             out, hidden = self.rnn(step_in, hidden)  # (1, B, H), (L, B, H)

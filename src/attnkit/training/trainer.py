@@ -347,9 +347,10 @@ class Trainer:
         was_training = self.model.training
         self.model.eval()
         totals = torch.zeros(2, dtype=torch.float64, device=self.device)
-        for batch in self.data.batches(
-            split, cfg.batch_tokens, shuffle=False, rank=self.rank, world_size=self.world_size
-        ):
+        # Every rank scores a disjoint share of *all* batches (no remainder is dropped, and
+        # shares may differ in size: the only collective comes after the loop).
+        batches = self.data.batches(split, cfg.batch_tokens, shuffle=False)
+        for batch in batches[self.rank :: self.world_size]:
             src, src_len, tgt, tgt_len = batch.to(self.device).astuple()
             totals[0] += teacher_forcing_loss(
                 self.model, src, src_len, tgt, tgt_len, self.bos_id, "sum"
