@@ -349,11 +349,10 @@ def padding_efficiency(batches: Sequence[TranslationBatch]) -> float:
 
 
 def _pad_ids(seqs: Sequence[list[int]], pad: int) -> tuple[Tensor, Tensor]:
-    lens = torch.tensor([len(s) for s in seqs], dtype=torch.long)  # (B,)
-    out = torch.full((len(seqs), int(lens.max())), pad, dtype=torch.long)  # (B, S)
-    for row, s in enumerate(seqs):
-        out[row, : len(s)] = torch.tensor(s, dtype=torch.long)
-    return out, lens
+    lens = [len(s) for s in seqs]
+    width = max(lens)
+    out = torch.tensor([s + [pad] * (width - n) for s, n in zip(seqs, lens)], dtype=torch.long)
+    return out, torch.tensor(lens, dtype=torch.long)  # (B, S), (B,)
 
 
 # =========================================================================== the data object
