@@ -342,6 +342,7 @@ class Trainer:
 
         BLEU decodes the first ``max_sentences`` pairs of the split (all if None).
         Sums are all-reduced across ranks; each rank decodes its share of sentences.
+        An empty split gives NaN for both.
         """
         cfg = self.config
         was_training = self.model.training
@@ -373,7 +374,8 @@ class Trainer:
         self._all_reduce(stats)
         self.model.train(was_training)
         loss = float(totals[0] / totals[1]) if totals[1] > 0 else float("nan")
-        return {"loss": loss, "bleu": bleu_from_stats(stats.tolist()), "tokens": float(totals[1])}
+        bleu = bleu_from_stats(stats.tolist()) if stats[9] > 0 else float("nan")  # no references
+        return {"loss": loss, "bleu": bleu, "tokens": float(totals[1])}
 
     def _all_reduce(self, t: Tensor) -> None:
         if self.world_size > 1:
