@@ -5,8 +5,7 @@ Shape legend: B batch, S source length, T target length, V vocabulary size.
 ``greedy_decode`` translates a whole batch at once, one target step at a time
 (T = 1 per decoder call, the decoder state carries everything else). A row that
 emits ``<eos>`` is dropped from the batch with ``decoder.reorder_state``, so finished
-sentences cost nothing. Beam search plugs in beside it with the same inputs and the
-same ``DecodeResult`` (see the placeholder at the end of this module).
+sentences cost nothing. Beam search (``attnkit.beam_search``) uses the same interface.
 """
 
 from __future__ import annotations
@@ -120,7 +119,7 @@ def _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_s
     tokens, finished, attention = [], [], [] if attn is not None else None
     for i in range(B):
         n = int(steps[i])
-        ended = out_list[i][n - 1] == eos_id if n <= max_len else False
+        ended = out_list[i][n - 1] == eos_id  # n >= 1: every row decodes a step
         tokens.append(out_list[i][: n - 1] if ended else out_list[i][:n])
         finished.append(bool(ended))
         if attention is not None:
@@ -128,9 +127,9 @@ def _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_s
     return DecodeResult(tokens, finished, attention)
 
 
-# Beam search goes here: ``beam_search(model, src, src_len, *, bos_id, eos_id, max_len,
-# beam_size, length_penalty) -> DecodeResult``, expanding each row to ``beam_size``
-# hypotheses and selecting survivors with ``decoder.reorder_state(state, index)``.
+# Beam search lives in ``attnkit.beam_search`` (``BeamSearch``): the same inputs and the
+# same generic interface, keeping ``beam_size`` hypotheses per sentence with
+# ``decoder.reorder_state(state, index)``.
 
 
 def translate(
