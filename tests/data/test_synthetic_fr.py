@@ -80,7 +80,7 @@ def test_fixed_seed_sample_is_pinned():
         ("they are sad .", "ils sont tristes ."),
         ("we wash the pen .", "nous lavons le stylo ."),
         ("the big cows do not eat the eggs .", "les grandes vaches ne mangent pas les œufs ."),
-        ("the girl is good .", "la fille est bonne ."),
+        ("the girl is sad .", "la fille est triste ."),
     ]
     assert generate_pairs(3, seed=1) == [
         ("he is not tired .", "il n'est pas fatigué ."),
@@ -201,7 +201,7 @@ def test_negation_ne_pas_in_corpus():
 )
 def test_any_object_phrase_renders(subject, noun, plural, definite, negative):
     en, fr = translate_parts(
-        subject, "like", NP(noun, plural=plural, definite=definite), negative=negative
+        subject, "see", NP(noun, plural=plural, definite=definite), negative=negative
     )
     words = fr.split()
     noun_fr = NOUNS[noun].fr_pl if plural else NOUNS[noun].fr
@@ -220,6 +220,8 @@ def test_errors_name_the_argument():
         translate_parts("it", "like", NP("car"))
     with pytest.raises(ValueError, match="complement of 'be' must be one of"):
         translate_parts("i", "be", NP("car"))
+    with pytest.raises(ValueError, match="complement of 'like' must be definite"):
+        translate_parts("i", "like", NP("car", definite=False))
     with pytest.raises(ValueError, match="complement of 'go' must be definite"):
         translate_parts("i", "go", NP("park", definite=False))
     with pytest.raises(ValueError, match="num_pairs must be a positive int, got 0"):

@@ -19,7 +19,8 @@ a seed. The French follows the rules that make attention maps interesting:
 Every noun of the lexicon that starts with ``h`` has a mute h (``l'homme``,
 ``l'hôpital``). Gender of ``je``/``tu``/``nous``/``ils`` defaults to masculine.
 English "you" is always ``tu`` and "they" always ``ils``, so each English sentence
-has exactly one French translation.
+has exactly one French translation. Objects of ``like``/``aimer`` and places after
+``go``/``aller`` are always definite (``j'aime les pommes``, ``je vais à la gare``).
 
 Sentences come out in the book's preprocessed form (lowercase, a space before
 ``, . ! ?``), e.g. ``("the red car is big .", "la voiture rouge est grande .")``,
@@ -76,6 +77,7 @@ class _Verb:
     objects: frozenset[str]  # noun kinds allowed as object
     animal_subject: bool = False
     nouns: frozenset[str] | None = None  # when set: the only allowed objects (by English noun)
+    definite_only: bool = False  # "j'aime la pomme", never "j'aime une pomme"
 
 
 def _n(en: str, fr: str, fem: bool, kind: str, en_pl: str = "", fr_pl: str = "") -> _Noun:
@@ -167,7 +169,7 @@ _ADJ_LIST = [
     _a("smart", "intelligent", "intelligente", "intelligents", "intelligentes", _LIVING),
     _a("sad", "triste", "triste", "tristes", "tristes", _LIVING),
     _a("expensive", "cher", "chère", "chers", "chères", {"object", "food"}),
-    _a("fast", "rapide", "rapide", "rapides", "rapides", {"object", "animal"}),
+    _a("fast", "rapide", "rapide", "rapides", "rapides", {"animal"}),
     _a("hot", "chaud", "chaude", "chauds", "chaudes", {"food"}),
     _a("cold", "froid", "froide", "froids", "froides", {"food"}),
     _a("clean", "propre", "propre", "propres", "propres", {"object", "place"}),
@@ -184,7 +186,7 @@ _ADJ_LIST = [
         before=True,
         masc_vowel="bel",
     ),
-    _a("good", "bon", "bonne", "bons", "bonnes", {"food", "person"}, before=True),
+    _a("good", "bon", "bonne", "bons", "bonnes", {"food"}, before=True),
     _a(
         "new",
         "nouveau",
@@ -205,6 +207,7 @@ VERBS: dict[str, _Verb] = {
         ("aime", "aimes", "aime", "aimons", "aiment"),
         _ALL,
         animal_subject=True,
+        definite_only=True,
     ),
     "watch": _Verb(
         ("watch", "watches"),
@@ -269,6 +272,7 @@ VERBS: dict[str, _Verb] = {
         ("vais", "vas", "va", "allons", "vont"),
         frozenset({"place"}),
         animal_subject=True,
+        definite_only=True,
     ),
 }
 _TRANSITIVE = [v for v in VERBS if v not in ("be", "go")]
@@ -427,9 +431,9 @@ def translate_parts(
             raise ValueError(
                 f"complement of {verb!r} must be a NounPhrase, got {type(complement).__name__}"
             )
+        if v.definite_only and not complement.definite:
+            raise ValueError(f"complement of {verb!r} must be definite (the ...)")
         if verb == "go":
-            if not complement.definite:
-                raise ValueError("complement of 'go' must be definite (to the ...)")
             en_c = ["to", *_np_en(complement)]
             fr_c = _np_fr(complement, after_a=True)
         else:
@@ -485,7 +489,8 @@ def sample_pair(rng: random.Random) -> tuple[str, str]:
     verb = rng.choice(_TRANSITIVE)
     v = VERBS[verb]
     subject = _sample_subject(rng, _LIVING if v.animal_subject else {"person"})
-    obj = _sample_np(rng, v.objects, p_adj=0.5, p_definite=0.6, nouns=v.nouns)
+    p_definite = 1.0 if v.definite_only else 0.6
+    obj = _sample_np(rng, v.objects, p_adj=0.5, p_definite=p_definite, nouns=v.nouns)
     return translate_parts(subject, verb, obj, negative=negative)
 
 
