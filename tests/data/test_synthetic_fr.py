@@ -226,3 +226,11 @@ def test_errors_name_the_argument():
         translate_parts("i", "go", NP("park", definite=False))
     with pytest.raises(ValueError, match="num_pairs must be a positive int, got 0"):
         generate_pairs(0)
+
+
+def test_generation_avoids_readings_that_change_meaning_or_repeat():
+    for en, fr in corpus():
+        assert not any(x in fr for x in ("grand père", "grande mère", "petit père")), fr
+        words = en.split()
+        if len(words) >= 5 and words[3] in ("is", "are"):  # "the red car is red ."
+            assert words[1] != words[-2] and words[1] != words[-3], en

@@ -447,12 +447,20 @@ def translate_parts(
 # --------------------------------------------------------------------------- sampling
 
 
+# "le grand père" reads as "grand-père" (grandfather): not generated (translate_parts renders it).
+_AVOID_IN_GENERATION = {(a, n) for a in ("big", "small") for n in ("father", "mother")}
+
+
 def _sample_np(rng: random.Random, kinds, *, p_adj: float, p_definite: float, nouns=None):
     pool = [n for n in _NOUN_LIST if n.kind in kinds and (nouns is None or n.en in nouns)]
     noun = rng.choice(pool)
     adjective = None
     if rng.random() < p_adj:
-        adjs = [a.en for a in _ADJ_LIST if noun.kind in a.kinds]
+        adjs = [
+            a.en
+            for a in _ADJ_LIST
+            if noun.kind in a.kinds and (a.en, noun.en) not in _AVOID_IN_GENERATION
+        ]
         adjective = rng.choice(adjs)
     return NounPhrase(
         noun.en,
@@ -478,7 +486,8 @@ def sample_pair(rng: random.Random) -> tuple[str, str]:
     if r < 0.25:  # X is ADJ
         subject = _sample_subject(rng, _ALL - {"place"})
         kind = NOUNS[subject.noun].kind if isinstance(subject, NounPhrase) else "person"
-        adj = rng.choice([a.en for a in _ADJ_LIST if kind in a.kinds])
+        used = subject.adjective if isinstance(subject, NounPhrase) else None
+        adj = rng.choice([a.en for a in _ADJ_LIST if kind in a.kinds and a.en != used])
         if isinstance(subject, NounPhrase):
             subject = NounPhrase(subject.noun, subject.plural, True, subject.adjective)
         return translate_parts(subject, "be", adj, negative=negative)
