@@ -41,15 +41,16 @@ _TRAIN_FLAGS: dict[str, tuple[str, Any, str]] = {
 _DEFAULT_TRAIN = {"epochs": 30, "batch_tokens": 2048, "lr": 0.005}
 
 
-def _arch_fields() -> dict[str, type]:
-    """Union of the config fields of every registered arch -> their types."""
+def _arch_fields() -> dict[str, tuple[type, list[str]]]:
+    """Union of the config fields of every registered arch -> (type, archs having it)."""
     from attnkit.models.registry import _ARCHS
 
-    fields: dict[str, type] = {}
-    for arch in _ARCHS.values():
+    fields: dict[str, tuple[type, list[str]]] = {}
+    for name, arch in sorted(_ARCHS.items()):
         hints = typing.get_type_hints(type(arch.default_config))
         for f in dataclasses.fields(arch.default_config):
-            fields.setdefault(f.name, hints.get(f.name, str))
+            archs = fields.setdefault(f.name, (hints.get(f.name, str), []))[1]
+            archs.append(name)
     return fields
 
 
@@ -86,12 +87,19 @@ def register(sub) -> None:
     opt.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     opt.add_argument("--no-progress", action="store_true", help="no progress bar")
     model = t.add_argument_group("model (fields of the arch's config; see the registry)")
-    for name, typ in _arch_fields().items():
+    for name, (typ, archs) in _arch_fields().items():
         kind = _bool if typ is bool else typ if typ in (int, float, str) else str
         flag = "--" + name.replace("_", "-")
         if flag in t._option_string_actions:  # e.g. the data's --max-len
             flag = "--model-" + name.replace("_", "-")
-        model.add_argument(flag, dest=f"model__{name}", type=kind, default=None)
+        model.add_argument(
+            flag,
+            dest=f"model__{name}",
+            type=kind,
+            default=None,
+            metavar=getattr(typ, "__name__", "VALUE").upper(),
+            help=f"({', '.join(archs)})",
+        )
     model.add_argument(
         "--model-config",
         action="append",
