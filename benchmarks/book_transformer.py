@@ -191,8 +191,28 @@ def xavier_init_weights(m):
         nn.init.xavier_uniform_(m.weight)
 
 
+def train_epoch_seq2seq(net, data_iter, optimizer, loss, tgt_vocab, device):
+    """One epoch of the book's ``train_seq2seq`` loop; returns (loss sum, target tokens)."""
+    metric = [0.0, 0.0]
+    for batch in data_iter:
+        optimizer.zero_grad()
+        X, X_valid_len, Y, Y_valid_len = [x.to(device) for x in batch]
+        bos = torch.tensor([tgt_vocab["<bos>"]] * Y.shape[0], device=device).reshape(-1, 1)
+        dec_input = torch.cat([bos, Y[:, :-1]], 1)
+        Y_hat, _ = net(X, dec_input, X_valid_len)
+        l = loss(Y_hat, Y, Y_valid_len)  # noqa: E741 (the book's name)
+        l.sum().backward()
+        grad_clipping(net, 1)
+        num_tokens = Y_valid_len.sum()
+        optimizer.step()
+        with torch.no_grad():
+            metric[0] += float(l.sum())
+            metric[1] += float(num_tokens)
+    return metric[0], metric[1]
+
+
 def train_seq2seq(net, data_iter, lr, num_epochs, tgt_vocab, device):
-    """The book's loop; returns target tokens/s over all epochs (the book's own count)."""
+    """The book's loop; returns (target tokens/s over all epochs, last epoch's book loss)."""
     net.apply(xavier_init_weights)
     net.to(device)
     optimizer = torch.optim.Adam(net.parameters(), lr=lr)
@@ -200,23 +220,9 @@ def train_seq2seq(net, data_iter, lr, num_epochs, tgt_vocab, device):
     net.train()
     tokens, start = 0.0, time.perf_counter()
     for _ in range(num_epochs):
-        metric = [0.0, 0.0]
-        for batch in data_iter:
-            optimizer.zero_grad()
-            X, X_valid_len, Y, Y_valid_len = [x.to(device) for x in batch]
-            bos = torch.tensor([tgt_vocab["<bos>"]] * Y.shape[0], device=device).reshape(-1, 1)
-            dec_input = torch.cat([bos, Y[:, :-1]], 1)
-            Y_hat, _ = net(X, dec_input, X_valid_len)
-            l = loss(Y_hat, Y, Y_valid_len)  # noqa: E741 (the book's name)
-            l.sum().backward()
-            grad_clipping(net, 1)
-            num_tokens = Y_valid_len.sum()
-            optimizer.step()
-            with torch.no_grad():
-                metric[0] += float(l.sum())
-                metric[1] += float(num_tokens)
-        tokens += metric[1]
-    return tokens / (time.perf_counter() - start), metric[0] / metric[1]
+        loss_sum, n = train_epoch_seq2seq(net, data_iter, optimizer, loss, tgt_vocab, device)
+        tokens += n
+    return tokens / (time.perf_counter() - start), loss_sum / n
 
 
 def predict_seq2seq(net, src_sentence, src_vocab, tgt_vocab, num_steps, device):

@@ -286,13 +286,16 @@ def bucket_batches(
     shuffled. Everything is deterministic under ``(seed, epoch)``; without ``shuffle``
     the result does not depend on them.
 
-    Sharding: the batch list is cut to a multiple of ``world_size`` (the remainder is
-    dropped; which batches that is changes every epoch when shuffling) and rank ``r``
-    gets batches ``r, r + world_size, ...``: disjoint shares with the same step count.
+    Sharding (multi-process training): ``batch_tokens`` is the **global** budget. The
+    global batches are the same whatever ``world_size`` is, and rank ``r`` gets rows
+    ``r, r + world_size, ...`` of each of them (rows are sorted by length, so the shares
+    are balanced). Every rank therefore does the same number of steps, one step of N
+    ranks is one global batch, and the number of optimizer steps per epoch (and so the
+    learning-rate schedule) does not change with N. A global batch with fewer rows than
+    ``world_size`` is dropped for that epoch (only possible for very long examples).
 
     Raises:
-        ValueError: bad arguments, a single example over ``batch_tokens``, or fewer
-            batches than ``world_size``.
+        ValueError: bad arguments or a single example over ``batch_tokens``.
     """
     _check_sharding(rank, world_size)
     if not isinstance(batch_tokens, int) or batch_tokens <= 0:
@@ -324,13 +327,7 @@ def bucket_batches(
     if shuffle:
         rng.shuffle(batches)
     if world_size > 1:
-        if len(batches) < world_size:
-            raise ValueError(
-                f"{len(batches)} batch(es) cannot be shared by world_size={world_size} ranks; "
-                "lower batch_tokens or use more data"
-            )
-        usable = len(batches) - len(batches) % world_size
-        batches = batches[:usable][rank::world_size]
+        batches = [b[rank::world_size] for b in batches if len(b) >= world_size]
     return batches
 
 
@@ -425,9 +422,10 @@ class TranslationData:
     ) -> list[TranslationBatch]:
         """Length-bucketed batches of one split; see :func:`bucket_batches`.
 
-        ``batch_tokens`` bounds each batch's padded source + target tokens
+        ``batch_tokens`` bounds each (global) batch's padded source + target tokens
         (``B * (S + T)``, ``<eos>`` included). Every pair of the split is in exactly one
-        batch per epoch when ``world_size == 1``.
+        batch per epoch; with ``world_size > 1`` each rank gets its rows of every global
+        batch (see :func:`bucket_batches`).
         """
         src, tgt = self._encoded(split)
         lengths = [(len(s), len(t)) for s, t in zip(src, tgt)]
