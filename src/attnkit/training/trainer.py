@@ -14,7 +14,8 @@ corpus BLEU of greedy decodes, a checkpoint (atomic, see ``checkpoint.py``) and 
 
 Distributed: ``rank``/``world_size`` default to torch.distributed's when it is
 initialized. Each rank trains on ``data.batches(..., rank=, world_size=)``, the model is
-wrapped in DDP (gradients averaged over ranks), validation sums and BLEU statistics are
+wrapped in DDP (gradients averaged over ranks, each rank's loss being the mean over its
+own tokens), validation sums and BLEU statistics are
 all-reduced, and only rank 0 prints, writes checkpoints and plots.
 """
 
@@ -56,7 +57,7 @@ class TrainConfig:
 
     epochs: int = 10
     lr: float = 0.005
-    batch_tokens: int = 1024  # target tokens per batch (per rank)
+    batch_tokens: int = 1024  # padded source + target tokens per batch (all ranks together)
     clip: float | None = 1.0  # max global grad norm; None = no clipping
     label_smoothing: float = 0.0
     optimizer: str = "adam"
