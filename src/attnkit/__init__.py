@@ -15,32 +15,106 @@ from attnkit.attention import (
     causal_mask,
     lengths_to_mask,
     masked_softmax,
+    record_attention,
     scaled_dot_product,
     sequence_mask,
     sinusoidal_table,
 )
+from attnkit.attention_maps import AttentionMaps, attention_maps, plot_attention_maps
+from attnkit.beam_search import BeamHypothesis, BeamSearch
 from attnkit.data.hub import DatasetUnavailableError, download
+from attnkit.data.lm import LMDataLoader, load_corpus, load_lm_data
+from attnkit.data.synthetic_fr import generate_pairs
+from attnkit.data.text import Vocab, count_corpus, tokenize
+from attnkit.data.translation import TranslationBatch, TranslationData, load_translation_data
+from attnkit.decoding import DecodeResult, greedy_decode, translate
+from attnkit.metrics import bleu, corpus_bleu, corpus_chrf, perplexity
+from attnkit.models.registry import available_archs, build_model, register_arch
+from attnkit.models.rnn import RNNLM, ScratchRNN, build_lm
+from attnkit.models.seq2seq import (
+    Decoder,
+    Encoder,
+    EncoderDecoder,
+    Seq2SeqAttentionDecoder,
+    Seq2SeqDecoder,
+    Seq2SeqEncoder,
+)
+from attnkit.models.transformer import (
+    PRESETS,
+    TransformerConfig,
+    TransformerDecoder,
+    TransformerEncoder,
+    build_transformer,
+)
+from attnkit.training.checkpoint import load_model
+from attnkit.training.lm import generate, train_lm
+from attnkit.training.trainer import TrainConfig, Trainer
 from attnkit.viz import plot_curves, show_heatmaps
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "PRESETS",
+    "RNNLM",
     "AdditiveAttention",
+    "AttentionMaps",
+    "BeamHypothesis",
+    "BeamSearch",
     "DatasetUnavailableError",
+    "DecodeResult",
+    "Decoder",
     "DotProductAttention",
+    "Encoder",
+    "EncoderDecoder",
+    "LMDataLoader",
     "MultiHeadAttention",
     "NWKernelRegression",
     "NadarayaWatson",
     "PositionalEncoding",
+    "ScratchRNN",
+    "Seq2SeqAttentionDecoder",
+    "Seq2SeqDecoder",
+    "Seq2SeqEncoder",
+    "TrainConfig",
+    "Trainer",
+    "TransformerConfig",
+    "TransformerDecoder",
+    "TransformerEncoder",
+    "TranslationBatch",
+    "TranslationData",
+    "Vocab",
     "__version__",
     "as_mask",
+    "attention_maps",
+    "available_archs",
+    "bleu",
+    "build_lm",
+    "build_model",
+    "build_transformer",
     "causal_mask",
+    "corpus_bleu",
+    "corpus_chrf",
+    "count_corpus",
     "download",
+    "generate",
+    "generate_pairs",
+    "greedy_decode",
     "lengths_to_mask",
+    "load_corpus",
+    "load_lm_data",
+    "load_model",
+    "load_translation_data",
     "masked_softmax",
+    "perplexity",
+    "plot_attention_maps",
     "plot_curves",
+    "record_attention",
+    "register_arch",
     "scaled_dot_product",
     "sequence_mask",
     "show_heatmaps",
     "sinusoidal_table",
+    "tokenize",
+    "train_lm",
+    "translate",
 ]

@@ -1,0 +1,30 @@
+"""The public API: every exported name exists, and the CLI lists its verbs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import attnkit
+
+
+def test_all_names_resolve():
+    missing = [n for n in attnkit.__all__ if not hasattr(attnkit, n)]
+    assert missing == []
+    assert attnkit.available_archs() == ["bahdanau", "seq2seq", "transformer"]
+
+
+def test_python_dash_m_runs_the_cli():
+    out = subprocess.run(
+        [sys.executable, "-m", "attnkit", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    for verb in ("demo", "tour", "lm", "translate"):
+        assert verb in out
+
+
+def test_cli_errors_are_messages_not_tracebacks(capsys):
+    from attnkit.cli import main
+
+    assert main(["translate", "run", "--checkpoint", "/nonexistent/dir", "hello ."]) == 1
+    err = capsys.readouterr().err
+    assert "error" in err and "Traceback" not in err
