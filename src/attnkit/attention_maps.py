@@ -158,7 +158,7 @@ def plot_attention_maps(
         ax.set_yticks(range(len(yt)), yt)
         ax.set_title(title, fontsize=9)
     fig.suptitle(f"{' '.join(maps.source)}  ->  {maps.translation}", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))
     save_figure(fig, path)
     plt.close(fig)
     return [p[0] for p in panels]

@@ -29,7 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.argv = argv  # the raw arguments, for verbs that relaunch themselves (--nproc)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -73,6 +73,17 @@ def register(sub) -> None:
     t.add_argument("--arch", choices=available_archs(), help="model architecture (registry)")
     t.add_argument("--out", default=None, help="checkpoint folder (default runs/translate-ARCH)")
     t.add_argument("--resume", action="store_true", help="continue the checkpoint in --out")
+    t.add_argument(
+        "--preset",
+        help="named model config of the arch (transformer: book, small, base); flags override it",
+    )
+    t.add_argument(
+        "--nproc",
+        type=int,
+        default=None,
+        help="train with N processes (DistributedDataParallel, as torchrun does); "
+        "--batch-tokens stays the global batch",
+    )
     data = t.add_argument_group("data")
     data.add_argument("--data", metavar="FILE", help="fra.txt-format file (default: generated)")
     data.add_argument("--num-examples", type=int, help="keep the first N pairs")
@@ -124,6 +135,14 @@ def register(sub) -> None:
     r.add_argument("--checkpoint", required=True, metavar="DIR")
     r.add_argument("sentences", nargs="+", metavar="SENTENCE", help='e.g. "i lost ."')
     r.add_argument("--heatmap", metavar="PNG", help="write the attention alignment")
+    r.add_argument(
+        "--all-heads",
+        action="store_true",
+        help="with --heatmap: every layer and head (Transformer: encoder self, decoder self, "
+        "encoder-decoder attention)",
+    )
+    r.add_argument("--beam", type=int, default=None, metavar="K", help="beam search of width K")
+    r.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for --beam")
     r.add_argument("--max-len", type=int, default=None, help="most target tokens (+ <eos>)")
     r.add_argument("--device", default="cpu")
     r.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -149,11 +168,18 @@ def _model_overrides(args: argparse.Namespace, arch: str) -> dict[str, Any]:
 def run_train(args: argparse.Namespace) -> int:
     import torch
 
+    from attnkit import distributed
     from attnkit.data.translation import load_translation_data
     from attnkit.models.registry import arch_config, build_model
     from attnkit.training.checkpoint import read_checkpoint_config
     from attnkit.training.trainer import TrainConfig, Trainer
 
+    _, world, _ = distributed.world_from_env()
+    if args.nproc is not None and args.nproc < 1:
+        raise ValueError(f"--nproc must be a positive int, got {args.nproc}")
+    if args.nproc is not None and args.nproc > 1 and world == 1:
+        # relaunch this very command in N processes (what torchrun would do)
+        return distributed.launch(args.nproc, _without_nproc(args.argv))
     if args.threads is not None:
         if args.threads < 1:
             raise ValueError(f"--threads must be positive, got {args.threads}")
@@ -177,6 +203,10 @@ def run_train(args: argparse.Namespace) -> int:
     out = out or Path(f"runs/translate-{arch}")
 
     overrides = _model_overrides(args, arch)
+    if args.preset is not None:
+        if previous is not None:
+            raise ValueError("--preset cannot be combined with --resume (the checkpoint has one)")
+        overrides = {**_preset(arch, args.preset), **overrides}
     if previous is not None:
         model_config = dict(previous["model_config"])
         changed = {k: v for k, v in overrides.items() if model_config.get(k) != v}
@@ -210,22 +240,53 @@ def run_train(args: argparse.Namespace) -> int:
     train_dict["progress"] = not args.no_progress
     config = TrainConfig.from_dict(train_dict)
 
+    rank, world = distributed.init_from_env(config.device)
+    say = print if rank == 0 else (lambda *a, **k: None)
     data = load_translation_data(**data_args)
-    print(f"data: {data}")
+    say(f"data: {data}")
+    if world > 1:
+        say(f"distributed: {world} processes; --batch-tokens {config.batch_tokens} is global")
     torch.manual_seed(config.seed)
     model = build_model(arch, model_config, len(data.src_vocab), len(data.tgt_vocab))
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"model: {arch} {model_config}, {n_params:,} parameters")
-    trainer = Trainer(
-        model, data, config, arch=arch, model_config=model_config, data_args=data_args
-    )
+    say(f"model: {arch} {model_config}, {n_params:,} parameters")
+    try:
+        return _fit(Trainer(model, data, config, arch=arch, model_config=model_config,
+                            data_args=data_args), previous, out, config, say)  # fmt: skip
+    finally:
+        distributed.cleanup()
+
+
+def _without_nproc(argv: list[str]) -> list[str]:
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--nproc":
+            skip = True
+        elif not a.startswith("--nproc="):
+            out.append(a)
+    return out
+
+
+def _preset(arch: str, name: str) -> dict[str, Any]:
+    if arch != "transformer":
+        raise ValueError(f"--preset is for --arch transformer, not {arch!r}")
+    from attnkit.models.transformer import PRESETS
+
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS)}")
+    return dataclasses.asdict(PRESETS[name])
+
+
+def _fit(trainer, previous, out: Path, config, say) -> int:
     if previous is not None and trainer.resume(out):
-        print(f"resumed {out} at epoch {trainer.epoch} (step {trainer.step})")
+        say(f"resumed {out} at epoch {trainer.epoch} (step {trainer.step})")
     if trainer.epoch >= config.epochs:
-        print(f"nothing to do: {trainer.epoch} epochs done, --epochs {config.epochs}")
+        say(f"nothing to do: {trainer.epoch} epochs done, --epochs {config.epochs}")
         return 0
     history = trainer.fit()
-    print(
+    say(
         f"saved {out}: epoch {trainer.epoch}, val loss {history['val_loss'][-1]:.3f}, "
         f"val BLEU {history['val_bleu'][-1]:.1f}"
     )
@@ -289,6 +350,10 @@ def run_run(args: argparse.Namespace) -> int:
             print(f"note: unknown words mapped to <unk>: {' '.join(unknown)}", file=sys.stderr)
     if args.max_len is not None and args.max_len < 1:
         raise ValueError(f"--max-len must be positive, got {args.max_len}")
+    if args.all_heads and args.heatmap is None:
+        raise ValueError("--all-heads needs --heatmap PNG")
+    if args.beam is not None or args.all_heads:
+        return _run_with_maps(model, data, args)
     want_attention = args.heatmap is not None
     with torch.inference_mode():
         try:
@@ -307,6 +372,38 @@ def run_run(args: argparse.Namespace) -> int:
         print(hyp)
     if want_attention:
         _write_heatmaps(Path(args.heatmap), args.sentences, hyps, attention)
+    return 0
+
+
+def _run_with_maps(model, data, args: argparse.Namespace) -> int:
+    """Beam search and/or every attention map (all layers and heads) per sentence."""
+    import torch
+
+    from attnkit.attention_maps import attention_maps, plot_attention_maps
+    from attnkit.beam_search import BeamSearch
+    from attnkit.decoding import greedy_decode
+
+    tgt = data.tgt_vocab
+    bos, eos = tgt["<bos>"], tgt["<eos>"]
+    max_len = data.max_len + 2 if args.max_len is None else args.max_len + 1
+    src, src_len = data.encode_source(list(args.sentences))
+    with torch.inference_mode():
+        if args.beam is not None:
+            search = BeamSearch(args.beam, max_len, bos, eos, args.length_penalty)
+            best = [hyps[0].tokens for hyps in search(model, src, src_len)]
+        else:
+            best = greedy_decode(
+                model, src, src_len, bos_id=bos, eos_id=eos, max_len=max_len
+            ).tokens
+    for ids in best:
+        print(" ".join(tgt.to_tokens(ids)))
+    if args.heatmap is not None:
+        path = Path(args.heatmap)
+        for i, (sentence, ids) in enumerate(zip(args.sentences, best)):
+            target = path if len(best) == 1 else path.with_stem(f"{path.stem}-{i}")
+            maps = attention_maps(model, data, sentence, tokens=ids)
+            plot_attention_maps(maps, target, all_heads=args.all_heads)
+            print(f"heatmap: {target}", file=sys.stderr)
     return 0
 
 

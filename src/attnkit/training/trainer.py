@@ -249,7 +249,14 @@ class Trainer:
         )
         num_tokens = tgt_len.sum()
         self.optimizer.zero_grad(set_to_none=True)
-        (loss_sum / num_tokens.clamp(min=1)).backward()
+        if self.world_size > 1:
+            # mean over the *global* batch's tokens: DDP averages the ranks' gradients,
+            # so scale by world_size / global tokens (one tiny all-reduce per step)
+            global_tokens = num_tokens.detach().clone()
+            dist.all_reduce(global_tokens)
+            (loss_sum * (self.world_size / global_tokens.clamp(min=1))).backward()
+        else:
+            (loss_sum / num_tokens.clamp(min=1)).backward()
         if self.config.clip is not None:
             nn.utils.clip_grad_norm_(self.params, self.config.clip, foreach=True)
         self.step += 1
