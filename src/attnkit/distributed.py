@@ -76,11 +76,12 @@ def cleanup() -> None:
         dist.destroy_process_group()
 
 
-def launch(nproc: int, argv: list[str], nnodes: int = 1) -> int:
-    """Run ``python -m attnkit ARGV`` in ``nproc`` processes, as torchrun does.
+def launch(nproc: int, argv: list[str], module: str | None = "attnkit", nnodes: int = 1) -> int:
+    """Run ``python -m MODULE ARGV`` (or the script ``argv[0]`` when ``module`` is None)
+    in ``nproc`` processes on this machine, as torchrun does.
 
-    Returns the exit code: 0 when every rank succeeded; otherwise torchrun's error
-    (which names the failed rank and its exception) is printed and 1 returned.
+    Returns the exit code: 0 when every rank succeeded; when a rank fails, the others
+    are stopped, torchrun's error (naming the failed rank) is printed and 1 returned.
     """
     if not isinstance(nproc, int) or nproc < 1:
         raise ValueError(f"--nproc must be a positive int, got {nproc!r}")
@@ -92,8 +93,7 @@ def launch(nproc: int, argv: list[str], nnodes: int = 1) -> int:
             f"--nproc_per_node={nproc}",
             "--standalone",
             "--max_restarts=0",
-            "-m",
-            "attnkit",
+            *(["-m", module] if module else []),
             *argv,
         ]
     )

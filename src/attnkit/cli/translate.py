@@ -31,6 +31,7 @@ _TRAIN_FLAGS: dict[str, tuple[str, Any, str]] = {
     "--batch-tokens": ("batch_tokens", int, "padded source + target tokens per batch"),
     "--clip": ("clip", float, "max gradient norm (default 1.0)"),
     "--label-smoothing": ("label_smoothing", float, "default 0"),
+    "--optimizer": ("optimizer", str, "adam (default) or sgd"),
     "--schedule": ("schedule", str, "constant (default) or inverse_sqrt"),
     "--warmup-steps": ("warmup_steps", int, "warm-up steps of inverse_sqrt"),
     "--seed": ("seed", int, "seed of the model init, batches and data split (default 0)"),

@@ -48,7 +48,7 @@ from attnkit.training.losses import masked_cross_entropy
 __all__ = ["TrainConfig", "Trainer", "load_model_state", "lr_at", "teacher_forcing_loss"]
 
 _SCHEDULES = ("constant", "inverse_sqrt")
-_OPTIMIZERS = ("adam",)
+_OPTIMIZERS = ("adam", "sgd")
 
 
 @dataclass(frozen=True)
@@ -165,6 +165,8 @@ def teacher_forcing_loss(
 
 
 def _make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=cfg.lr, weight_decay=cfg.weight_decay, foreach=True)
     kwargs = dict(lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), weight_decay=cfg.weight_decay)
     try:
         return torch.optim.Adam(params, fused=True, **kwargs)
