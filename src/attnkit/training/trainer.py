@@ -270,7 +270,7 @@ class Trainer:
         return loss_sum.detach(), num_tokens
 
     def train_epoch(self) -> tuple[float, float]:
-        """Train one epoch; returns (mean token loss over all ranks, target tokens/s of this rank)."""
+        """Train one epoch; returns (mean token loss over all ranks, target tokens/s of all ranks)."""
         cfg = self.config
         epoch = self.epoch  # 0-based index of the epoch being trained
         batches = self.data.batches(
@@ -306,11 +306,11 @@ class Trainer:
                         tok_s=f"{tok / (time.perf_counter() - start):.0f}",
                         refresh=False,
                     )
-        seconds = time.perf_counter() - start
-        local_tokens = float(totals[1])
         self._all_reduce(totals)
+        seconds = time.perf_counter() - start
         self.epoch += 1
-        return float(totals[0] / totals[1].clamp(min=1)), local_tokens / max(seconds, 1e-9)
+        # tokens/s of the whole job (all ranks together)
+        return float(totals[0] / totals[1].clamp(min=1)), float(totals[1]) / max(seconds, 1e-9)
 
     def fit(self) -> dict[str, list[float]]:
         """Train until ``config.epochs`` epochs are done (continuing after ``resume``)."""
