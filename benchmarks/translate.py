@@ -8,6 +8,7 @@ and attnkit's ``Trainer`` (length-bucketed batches of ~64 sentences, fused Adam,
 and attnkit's batched greedy decoding, with their outputs compared.
 
     python benchmarks/translate.py [--data fra.txt] [--epochs 20] [--threads 1]
+    python benchmarks/translate.py --arch transformer [--data fra.txt] [--threads 2]
 """
 
 from __future__ import annotations
@@ -48,7 +49,18 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=20, help="epochs timed per contender")
     ap.add_argument("--num-examples", type=int, default=600, help="pairs (the book: 600)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--arch",
+        choices=["bahdanau", "transformer"],
+        default="bahdanau",
+        help="transformer: see benchmarks/translate_transformer.py",
+    )
     args = ap.parse_args()
+    if args.arch == "transformer":
+        import translate_transformer
+
+        translate_transformer.run(args)
+        return
     torch.set_num_threads(args.threads)
 
     path = corpus_file(args.data, args.num_examples)

@@ -49,7 +49,10 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=20, help="epochs timed per contender")
     ap.add_argument("--num-examples", type=int, default=601, help="pairs (the book keeps 601)")
     ap.add_argument("--threads", type=int, default=2)
-    args = ap.parse_args()
+    run(ap.parse_args())
+
+
+def run(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
 
     path = corpus_file(args.data, args.num_examples)
