@@ -365,55 +365,33 @@ class AddNorm(_tf.AddNorm):
         super().__init__(normalized_shape, dropout)
 
 
-def _book_sublayers(
-    block, sizes, num_hiddens, norm_shape, ffn_num_input, ffn_hiddens, heads, dropout, bias, attns
-):
-    """Give a real block the book's sublayer sizes (key/query/value sizes, norm_shape...)."""
-    key_size, query_size, value_size = sizes
-    for name in attns:
-        setattr(
-            block,
-            name,
-            MultiHeadAttention(key_size, query_size, value_size, num_hiddens, heads, dropout, bias),
-        )
+def _book_sublayers(block, book_args: tuple, bias: bool, attentions: tuple[str, ...]) -> None:
+    """Give a real block the book's sublayer sizes (key/query/value sizes, norm_shape...).
+
+    ``book_args`` = (key_size, query_size, value_size, num_hiddens, norm_shape,
+    ffn_num_input, ffn_num_hiddens, num_heads, dropout), the book's block arguments.
+    """
+    key_size, query_size, value_size, num_hiddens, norm_shape, ffn_in, ffn_hid, heads, p = book_args
+    for name in attentions:
+        mha = MultiHeadAttention(key_size, query_size, value_size, num_hiddens, heads, p, bias)
+        setattr(block, name, mha)
     for name in ("addnorm1", "addnorm2", "addnorm3"):
         if hasattr(block, name):
-            setattr(block, name, AddNorm(norm_shape, dropout))
-    block.ffn = PositionWiseFFN(ffn_num_input, ffn_hiddens, num_hiddens)
+            setattr(block, name, AddNorm(norm_shape, p))
+    block.ffn = PositionWiseFFN(ffn_in, ffn_hid, num_hiddens)
 
 
 class EncoderBlock(_tf.EncoderBlock):
     """The book's ``EncoderBlock``; ``forward(X, valid_lens)``."""
 
-    def __init__(
-        self,
-        key_size,
-        query_size,
-        value_size,
-        num_hiddens,
-        norm_shape,
-        ffn_num_input,
-        ffn_num_hiddens,
-        num_heads,
-        dropout,
-        use_bias=False,
-        **kwargs,
-    ):
+    def __init__(self, key_size, query_size, value_size, num_hiddens, norm_shape, ffn_num_input,
+                 ffn_num_hiddens, num_heads, dropout, use_bias=False, **kwargs):  # fmt: skip
+        book_args = (key_size, query_size, value_size, num_hiddens, norm_shape, ffn_num_input,
+                     ffn_num_hiddens, num_heads, dropout)  # fmt: skip
         super().__init__(
             _book_config(num_hiddens, ffn_num_hiddens, num_heads, 1, dropout, use_bias)
         )
-        _book_sublayers(
-            self,
-            (key_size, query_size, value_size),
-            num_hiddens,
-            norm_shape,
-            ffn_num_input,
-            ffn_num_hiddens,
-            num_heads,
-            dropout,
-            use_bias,
-            ("attention",),
-        )
+        _book_sublayers(self, book_args, use_bias, ("attention",))
 
     def forward(self, X, valid_lens):
         mask = self.attention.build_mask(
@@ -425,41 +403,15 @@ class EncoderBlock(_tf.EncoderBlock):
 class TransformerEncoder(_tf.TransformerEncoder):
     """The book's ``TransformerEncoder``; ``attention_weights`` per block as (B*H, S, S)."""
 
-    def __init__(
-        self,
-        vocab_size,
-        key_size,
-        query_size,
-        value_size,
-        num_hiddens,
-        norm_shape,
-        ffn_num_input,
-        ffn_num_hiddens,
-        num_heads,
-        num_layers,
-        dropout,
-        use_bias=False,
-        **kwargs,
-    ):
+    def __init__(self, vocab_size, key_size, query_size, value_size, num_hiddens, norm_shape,
+                 ffn_num_input, ffn_num_hiddens, num_heads, num_layers, dropout, use_bias=False,
+                 **kwargs):  # fmt: skip
+        book_args = (key_size, query_size, value_size, num_hiddens, norm_shape, ffn_num_input,
+                     ffn_num_hiddens, num_heads, dropout)  # fmt: skip
         config = _book_config(
             num_hiddens, ffn_num_hiddens, num_heads, num_layers, dropout, use_bias
         )
-        super().__init__(
-            vocab_size,
-            config,
-            make_block=lambda i: EncoderBlock(
-                key_size,
-                query_size,
-                value_size,
-                num_hiddens,
-                norm_shape,
-                ffn_num_input,
-                ffn_num_hiddens,
-                num_heads,
-                dropout,
-                use_bias,
-            ),
-        )
+        super().__init__(vocab_size, config, lambda i: EncoderBlock(*book_args, use_bias))
 
     @property
     def attention_weights(self):
@@ -473,34 +425,13 @@ class DecoderBlock(_tf.DecoderBlock):
     the book keeps the raw inputs of the positions decoded so far.
     """
 
-    def __init__(
-        self,
-        key_size,
-        query_size,
-        value_size,
-        num_hiddens,
-        norm_shape,
-        ffn_num_input,
-        ffn_num_hiddens,
-        num_heads,
-        dropout,
-        i,
-        **kwargs,
-    ):
+    def __init__(self, key_size, query_size, value_size, num_hiddens, norm_shape, ffn_num_input,
+                 ffn_num_hiddens, num_heads, dropout, i, **kwargs):  # fmt: skip
+        book_args = (key_size, query_size, value_size, num_hiddens, norm_shape, ffn_num_input,
+                     ffn_num_hiddens, num_heads, dropout)  # fmt: skip
         super().__init__(_book_config(num_hiddens, ffn_num_hiddens, num_heads, 1, dropout, False))
         self.i = i
-        _book_sublayers(
-            self,
-            (key_size, query_size, value_size),
-            num_hiddens,
-            norm_shape,
-            ffn_num_input,
-            ffn_num_hiddens,
-            num_heads,
-            dropout,
-            False,
-            ("attention1", "attention2"),
-        )
+        _book_sublayers(self, book_args, False, ("attention1", "attention2"))
 
     def forward(self, X, state):
         enc_outputs, enc_valid_lens = state[0], state[1]
@@ -512,38 +443,12 @@ class DecoderBlock(_tf.DecoderBlock):
 class TransformerDecoder(_tf.TransformerDecoder):
     """The book's ``TransformerDecoder``; ``attention_weights`` = [[self], [enc-dec]] per block."""
 
-    def __init__(
-        self,
-        vocab_size,
-        key_size,
-        query_size,
-        value_size,
-        num_hiddens,
-        norm_shape,
-        ffn_num_input,
-        ffn_num_hiddens,
-        num_heads,
-        num_layers,
-        dropout,
-        **kwargs,
-    ):
+    def __init__(self, vocab_size, key_size, query_size, value_size, num_hiddens, norm_shape,
+                 ffn_num_input, ffn_num_hiddens, num_heads, num_layers, dropout, **kwargs):  # fmt: skip
+        book_args = (key_size, query_size, value_size, num_hiddens, norm_shape, ffn_num_input,
+                     ffn_num_hiddens, num_heads, dropout)  # fmt: skip
         config = _book_config(num_hiddens, ffn_num_hiddens, num_heads, num_layers, dropout, False)
-        super().__init__(
-            vocab_size,
-            config,
-            make_block=lambda i: DecoderBlock(
-                key_size,
-                query_size,
-                value_size,
-                num_hiddens,
-                norm_shape,
-                ffn_num_input,
-                ffn_num_hiddens,
-                num_heads,
-                dropout,
-                i,
-            ),
-        )
+        super().__init__(vocab_size, config, lambda i: DecoderBlock(*book_args, i))
 
     @property
     def attention_weights(self):

@@ -135,6 +135,16 @@ def _check_dims(**dims: int) -> None:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
 
 
+def _check_sizes(
+    vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int, dropout: float
+) -> None:
+    """The book's GRU model arguments: positive sizes, dropout in [0, 1)."""
+    _check_dims(
+        vocab_size=vocab_size, embed_size=embed_size, num_hiddens=num_hiddens, num_layers=num_layers
+    )
+    _check_dropout(dropout)
+
+
 def _check_dropout(dropout: float) -> None:
     if not isinstance(dropout, int | float) or not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be a float in [0, 1), got {dropout!r}")
@@ -166,13 +176,7 @@ class Seq2SeqEncoder(Encoder):
         **kwargs,
     ) -> None:
         super().__init__()
-        _check_dims(
-            vocab_size=vocab_size,
-            embed_size=embed_size,
-            num_hiddens=num_hiddens,
-            num_layers=num_layers,
-        )
-        _check_dropout(dropout)
+        _check_sizes(vocab_size, embed_size, num_hiddens, num_layers, dropout)
         self.embedding = nn.Embedding(vocab_size, embed_size)
         self.rnn = nn.GRU(
             embed_size, num_hiddens, num_layers, dropout=_gru_dropout(dropout, num_layers)
@@ -228,13 +232,7 @@ class Seq2SeqDecoder(Decoder):
         **kwargs,
     ) -> None:
         super().__init__()
-        _check_dims(
-            vocab_size=vocab_size,
-            embed_size=embed_size,
-            num_hiddens=num_hiddens,
-            num_layers=num_layers,
-        )
-        _check_dropout(dropout)
+        _check_sizes(vocab_size, embed_size, num_hiddens, num_layers, dropout)
         self.embedding = nn.Embedding(vocab_size, embed_size)
         self.rnn = nn.GRU(
             embed_size + num_hiddens,
@@ -295,13 +293,7 @@ class Seq2SeqAttentionDecoder(AttentionDecoder):
         **kwargs,
     ) -> None:
         super().__init__()
-        _check_dims(
-            vocab_size=vocab_size,
-            embed_size=embed_size,
-            num_hiddens=num_hiddens,
-            num_layers=num_layers,
-        )
-        _check_dropout(dropout)
+        _check_sizes(vocab_size, embed_size, num_hiddens, num_layers, dropout)
         self.attention = AdditiveAttention(num_hiddens, num_hiddens, num_hiddens, dropout)
         self.embedding = nn.Embedding(vocab_size, embed_size)
         self.rnn = nn.GRU(

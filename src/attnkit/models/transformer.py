@@ -161,31 +161,44 @@ def _padding_mask(valid_lens: Tensor | None, B: int, S: int, device) -> Tensor |
     return (torch.arange(S, device=device) < valid_lens.to(device)[:, None])[:, None, None, :]
 
 
-class TransformerEncoder(Encoder):
+class _TokenStack:
+    """Shared by encoder and decoder: token embedding * sqrt(D) + positions, then blocks."""
+
+    def _build_stack(
+        self, vocab_size: int, config: TransformerConfig, make_block: Callable[[int], nn.Module]
+    ) -> None:
+        if not isinstance(vocab_size, int) or vocab_size <= 0:
+            raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
+        self.config = config
+        self.vocab_size = vocab_size
+        self.num_hiddens = config.d_model
+        self.num_layers = config.num_layers
+        self.embedding = nn.Embedding(vocab_size, config.d_model)
+        self.pos_encoding = PositionalEncoding(config.d_model, config.dropout, config.max_len)
+        self.blks = nn.Sequential()
+        for i in range(config.num_layers):
+            self.blks.add_module(f"block{i}", make_block(i))
+        self.final_norm = nn.LayerNorm(config.d_model) if config.pre_norm else nn.Identity()
+
+    def _embed(self, X: Tensor, offset: int = 0) -> Tensor:
+        """Token ids (B, T) at positions offset.. -> (B, T, D)."""
+        return self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens), offset)
+
+
+class TransformerEncoder(_TokenStack, Encoder):
     """Embedding * sqrt(D) + positional encoding, then ``num_layers`` encoder blocks."""
 
     def __init__(
         self, vocab_size: int, config: TransformerConfig, make_block: Callable | None = None
     ) -> None:
         super().__init__()
-        if not isinstance(vocab_size, int) or vocab_size <= 0:
-            raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
-        self.config = config
-        self.vocab_size = vocab_size
-        self.num_hiddens = config.d_model
-        self.embedding = nn.Embedding(vocab_size, config.d_model)
-        self.pos_encoding = PositionalEncoding(config.d_model, config.dropout, config.max_len)
-        self.blks = nn.Sequential()
-        make_block = make_block or (lambda i: EncoderBlock(config))
-        for i in range(config.num_layers):
-            self.blks.add_module(f"block{i}", make_block(i))
-        self.final_norm = nn.LayerNorm(config.d_model) if config.pre_norm else nn.Identity()
+        self._build_stack(vocab_size, config, make_block or (lambda i: EncoderBlock(config)))
 
     def forward(self, X: Tensor, valid_lens: Tensor | None = None, *args) -> Tensor:
         """X (B, S) token ids, valid_lens (B,) -> (B, S, D)."""
         _check_ids(X, self.vocab_size, "src")
         mask = _padding_mask(valid_lens, X.shape[0], X.shape[1], X.device)
-        X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))
+        X = self._embed(X)
         for blk in self.blks:
             X = blk.run(X, mask)
         return self.final_norm(X)
@@ -237,7 +250,7 @@ class DecoderBlock(nn.Module):
         return out, (k, v, cross_k, cross_v)
 
 
-class TransformerDecoder(AttentionDecoder):
+class TransformerDecoder(_TokenStack, AttentionDecoder):
     """Embedding + positional encoding, decoder blocks, then a dense layer to V logits.
 
     State: ``[enc_outputs (B, S, D), enc_valid_lens (B,) | None, caches (list per block)]``.
@@ -247,19 +260,7 @@ class TransformerDecoder(AttentionDecoder):
         self, vocab_size: int, config: TransformerConfig, make_block: Callable | None = None
     ) -> None:
         super().__init__()
-        if not isinstance(vocab_size, int) or vocab_size <= 0:
-            raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
-        self.config = config
-        self.vocab_size = vocab_size
-        self.num_hiddens = config.d_model
-        self.num_layers = config.num_layers
-        self.embedding = nn.Embedding(vocab_size, config.d_model)
-        self.pos_encoding = PositionalEncoding(config.d_model, config.dropout, config.max_len)
-        self.blks = nn.Sequential()
-        make_block = make_block or (lambda i: DecoderBlock(config))
-        for i in range(config.num_layers):
-            self.blks.add_module(f"block{i}", make_block(i))
-        self.final_norm = nn.LayerNorm(config.d_model) if config.pre_norm else nn.Identity()
+        self._build_stack(vocab_size, config, make_block or (lambda i: DecoderBlock(config)))
         self.dense = nn.Linear(config.d_model, vocab_size)
 
     def init_state(self, enc_outputs: Tensor, enc_valid_lens: Tensor | None = None, *args) -> list:
@@ -275,7 +276,7 @@ class TransformerDecoder(AttentionDecoder):
             )
         past = 0 if caches[0] is None else caches[0][0].shape[2]
         cross_mask = _padding_mask(enc_valid_lens, *enc_outputs.shape[:2], X.device)
-        Y = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens), offset=past)
+        Y = self._embed(X, offset=past)
         new_caches = []
         for blk, cache in zip(self.blks, caches):
             Y, cache = blk.step(Y, enc_outputs, cross_mask, cache)

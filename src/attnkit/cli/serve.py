@@ -1,0 +1,74 @@
+"""``attnkit serve``: the attention explorer, a local web page over a checkpoint.
+
+    attnkit serve --checkpoint runs/transformer            # http://127.0.0.1:8000
+    attnkit serve --checkpoint runs/bahdanau --port 8080 --max-chars 120
+
+The checkpoint is loaded before the port is bound: a missing or corrupted checkpoint
+prints the reason and exits with code 1. The JSON API is documented at /openapi.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["register", "run_serve"]
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="web page to translate and look at attention (local server)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--checkpoint", required=True, metavar="DIR", help="a checkpoint directory")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free)")
+    p.add_argument("--max-chars", type=int, default=200, help="longest accepted text (default 200)")
+    p.add_argument("--max-beam", type=int, default=10, help="largest beam size (default 10)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:0 ... (default cpu)")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.set_defaults(func=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        print(
+            f"attnkit serve: error: --port must be in [0, 65535], got {args.port}", file=sys.stderr
+        )
+        return 2
+    try:
+        import uvicorn
+
+        from attnkit.serve import CheckpointLoadError, create_app
+    except ImportError as e:  # pragma: no cover - both are dependencies
+        print(f"attnkit serve: error: {e}; pip install fastapi uvicorn", file=sys.stderr)
+        return 1
+    try:
+        app = create_app(
+            args.checkpoint, args.max_chars, max_beam=args.max_beam, device=args.device
+        )
+    except (CheckpointLoadError, ValueError) as e:
+        if args.debug:
+            raise
+        print(f"attnkit serve: error: {e}", file=sys.stderr)
+        return 1
+    if args.host not in LOCAL_HOSTS:
+        print(
+            f"attnkit serve: warning: listening on {args.host}; anyone who can reach it "
+            "can use the model (there is no authentication)",
+            file=sys.stderr,
+        )
+    service = app.state.service
+    print(
+        f"attnkit serve: {service.arch} from {args.checkpoint} on "
+        f"http://{args.host}:{args.port}/ (Ctrl+C stops)",
+        file=sys.stderr,
+    )
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+    server = uvicorn.Server(config)
+    server.run()
+    return 0 if server.started else 1

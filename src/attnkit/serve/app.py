@@ -1,0 +1,210 @@
+"""The explorer's web app: a JSON API (OpenAPI at ``/openapi.json``) and a static page.
+
+    POST /api/translate         text -> tokens, translation, time and every attention map
+    GET  /api/info              arch, vocabulary sizes and request limits
+    POST /api/nadaraya-watson   kernel width -> fitted curve and attention matrix
+    GET  /                      the page; GET /static/<name> its script and style
+
+Static files come from a fixed table read at start-up: no part of a request path is
+ever joined to a file-system path. FastAPI's ``/docs`` pages are turned off because
+they load Swagger UI from a CDN; the schema itself is served.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+
+from attnkit.serve.model_service import InputError, ModelService
+from attnkit.serve.nw import MAX_WIDTH, MIN_WIDTH, nadaraya_watson
+
+__all__ = ["create_app", "create_app_for_service"]
+
+# name -> media type of every file the page needs; nothing else is ever served
+STATIC_FILES = {
+    "index.html": "text/html; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+}
+# the page loads nothing from elsewhere (and so works offline)
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'"
+)
+
+Maps = list[list[list[list[float]]]] | None  # (L, H, rows, cols) or None
+
+
+class TranslateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(description="An English sentence.", examples=["the cat is happy ."])
+    beam_size: StrictInt = Field(1, description="1 = greedy decoding; k > 1 = beam search.")
+    allow_unknown: StrictBool = Field(
+        False, description="Translate words missing from the vocabulary as <unk> (else a 422)."
+    )
+
+
+class TranslateResponse(BaseModel):
+    text: str = Field(description="The input text as received.")
+    translation: str = Field(description="The French translation, tokens joined by spaces.")
+    beam_size: int
+    finished: bool = Field(description="False when decoding stopped at the length limit.")
+    seconds: float = Field(description="Time spent decoding and recording attention.")
+    arch: str
+    unknown_words: list[str] = Field(description="Input words translated as <unk>.")
+    source: list[str] = Field(description="Source tokens, <eos> included (S).")
+    decoder_inputs: list[str] = Field(description="<bos> + translation tokens (T).")
+    outputs: list[str] = Field(description="Translation tokens + <eos> (T).")
+    encoder_self: Maps = Field(description="Encoder self-attention (L, H, S, S); Transformer.")
+    decoder_self: Maps = Field(description="Decoder self-attention (L, H, T, T); Transformer.")
+    cross: Maps = Field(
+        description="Encoder-decoder attention (L, H, T, S); a Bahdanau alignment is (1, 1, T, S)."
+    )
+
+
+class InfoResponse(BaseModel):
+    arch: str
+    model_config_: dict[str, Any] = Field(alias="model_config")
+    src_vocab_size: int
+    tgt_vocab_size: int
+    max_chars: int
+    max_tokens: int = Field(description="Most English words (punctuation included) per text.")
+    max_beam: int
+    device: str
+
+
+class NWRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    width: float = Field(1.0, ge=MIN_WIDTH, le=MAX_WIDTH, description="Kernel width 1 / w.")
+    n_train: StrictInt = Field(50, ge=2, le=200, description="Training points.")
+    seed: StrictInt = Field(0, ge=0, le=2**31 - 1)
+
+
+class NWResponse(BaseModel):
+    width: float
+    w: float
+    x_train: list[float]
+    y_train: list[float]
+    x_test: list[float]
+    y_truth: list[float]
+    y_hat: list[float]
+    attention: list[list[float]] = Field(description="(test points, training points).")
+
+
+class ErrorResponse(BaseModel):
+    detail: str
+    field: str | None = None
+
+
+def _load_static() -> dict[str, bytes]:
+    root = resources.files("attnkit.serve") / "static"
+    return {name: (root / name).read_bytes() for name in STATIC_FILES}
+
+
+def _describe(errors: list[dict]) -> str:
+    parts = []
+    for err in errors:
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = jsonable_encoder(exc.errors())
+    bad_json = any(e.get("type") == "json_invalid" for e in errors)
+    detail = _describe(errors)
+    if bad_json:
+        detail = f"the request body is not valid JSON ({detail})"
+    fields = [str(e["loc"][-1]) for e in errors if e.get("loc") and len(e["loc"]) > 1]
+    return JSONResponse(
+        {"detail": detail, "field": fields[0] if fields else None, "errors": errors},
+        status_code=400 if bad_json else 422,
+    )
+
+
+def create_app_for_service(service: ModelService) -> FastAPI:
+    """The app around an already loaded ``ModelService``."""
+    static = _load_static()
+    app = FastAPI(
+        title="attnkit attention explorer",
+        description="Translate English to French and look at the model's attention.",
+        version="1",
+        docs_url=None,  # Swagger UI and ReDoc load from a CDN; /openapi.json is enough
+        redoc_url=None,
+    )
+    app.state.service = service
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    errors = {422: {"model": ErrorResponse}, 400: {"model": ErrorResponse}}
+
+    @app.post("/api/translate", response_model=TranslateResponse, responses=errors)
+    async def translate(req: TranslateRequest) -> dict[str, Any]:
+        """Translate one sentence and return every attention map as nested lists."""
+        try:
+            result = await run_in_threadpool(
+                service.translate, req.text, req.beam_size, req.allow_unknown
+            )
+        except InputError as e:
+            return JSONResponse({"detail": str(e), "field": e.field}, status_code=422)
+        return {
+            **result.maps,
+            "text": req.text,
+            "translation": result.text,
+            "beam_size": result.beam_size,
+            "finished": result.finished,
+            "seconds": result.seconds,
+            "arch": service.arch,
+            "unknown_words": result.unknown_words,
+        }
+
+    @app.get("/api/info", response_model=InfoResponse)
+    async def info() -> dict[str, Any]:
+        """The model's architecture, vocabulary sizes and the request limits."""
+        return service.info()
+
+    @app.post("/api/nadaraya-watson", response_model=NWResponse, responses=errors)
+    async def nw(req: NWRequest) -> dict[str, Any]:
+        """Nadaraya-Watson regression of the book's data with a chosen kernel width."""
+        return await run_in_threadpool(nadaraya_watson, req.width, req.n_train, req.seed)
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> Response:
+        return _static_response(static, "index.html")
+
+    @app.get("/static/{name}", include_in_schema=False)
+    async def static_file(name: str) -> Response:
+        return _static_response(static, name)
+
+    return app
+
+
+def _static_response(static: dict[str, bytes], name: str) -> Response:
+    if name not in static:  # a lookup in a fixed table, never a file-system path
+        raise HTTPException(404, detail="not found")
+    return Response(
+        static[name],
+        media_type=STATIC_FILES[name],
+        headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"},
+    )
+
+
+def create_app(
+    checkpoint_dir: str | os.PathLike,
+    max_chars: int = 200,
+    *,
+    max_beam: int = 10,
+    device: str = "cpu",
+) -> FastAPI:
+    """Load ``checkpoint_dir`` (``CheckpointLoadError`` on failure) and build the app."""
+    service = ModelService.from_checkpoint(
+        checkpoint_dir, device=device, max_chars=max_chars, max_beam=max_beam
+    )
+    return create_app_for_service(service)

@@ -1,0 +1,164 @@
+"""The model behind the explorer: load a checkpoint once, translate under a lock.
+
+Shape legend: L layers, H heads, S source tokens (``<eos>`` included), T target steps.
+
+Everything here is plain Python (no HTTP), so it can be tested and reused on its own.
+Attention recording switches module flags, so inference on the shared model is
+serialized with a lock; requests are short (a sentence) and the lock is held only
+while the model runs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from attnkit.attention_maps import attention_maps
+from attnkit.beam_search import BeamSearch
+from attnkit.data.translation import TranslationData, preprocess_nmt
+
+__all__ = ["CheckpointLoadError", "InputError", "ModelService", "Translation"]
+
+
+class CheckpointLoadError(RuntimeError):
+    """The checkpoint could not be loaded (missing, corrupted, or not a translator)."""
+
+
+class InputError(ValueError):
+    """A request the model cannot translate; ``field`` names the offending input."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass
+class Translation:
+    text: str
+    beam_size: int
+    seconds: float  # decoding + attention maps
+    finished: bool  # ended with <eos> (False: stopped at the length limit)
+    unknown_words: list[str]
+    maps: dict[str, Any]  # AttentionMaps.to_json()
+
+
+class ModelService:
+    """A loaded translator with its vocabularies and request limits.
+
+    Args:
+        model: an attnkit ``EncoderDecoder``.
+        data: the ``TranslationData`` the model was trained with (vocabularies, max_len).
+        arch: the registry name of the architecture (shown in the page).
+        max_chars: the longest accepted input text, in characters.
+        max_beam: the largest accepted beam size.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        data: TranslationData,
+        arch: str,
+        *,
+        max_chars: int = 200,
+        max_beam: int = 10,
+        model_config: dict[str, Any] | None = None,
+    ) -> None:
+        for name, value in (("max_chars", max_chars), ("max_beam", max_beam)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        self.model = model.eval()
+        self.data = data
+        self.arch = arch
+        self.model_config = dict(model_config or {})
+        self.max_chars = max_chars
+        self.max_beam = max_beam
+        self.device = next(model.parameters()).device
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_checkpoint(
+        cls, directory: str | os.PathLike, *, device: str = "cpu", **limits: int
+    ) -> ModelService:
+        """Load a checkpoint directory; raise ``CheckpointLoadError`` with the reason."""
+        from attnkit.training.checkpoint import load_model
+
+        try:
+            model, cfg = load_model(directory, device=device)
+            data = TranslationData.from_dict(cfg["data"])
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
+            reason = e.args[0] if isinstance(e, KeyError) and e.args else e
+            raise CheckpointLoadError(f"cannot load checkpoint {directory}: {reason}") from e
+        return cls(model, data, str(cfg["arch"]), model_config=cfg.get("model_config"), **limits)
+
+    @property
+    def max_tokens(self) -> int:
+        """The most source words per sentence (``<eos>`` is added to them)."""
+        return self.data.max_len - 1
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "arch": self.arch,
+            "model_config": self.model_config,
+            "src_vocab_size": len(self.data.src_vocab),
+            "tgt_vocab_size": len(self.data.tgt_vocab),
+            "max_chars": self.max_chars,
+            "max_tokens": self.max_tokens,
+            "max_beam": self.max_beam,
+            "device": str(self.device),
+        }
+
+    def check(self, text: str, beam_size: int, allow_unknown: bool) -> list[str]:
+        """Validate a request; return its unknown words (raise ``InputError`` if refused)."""
+        if len(text) > self.max_chars:
+            raise InputError(
+                "text",
+                f"text has {len(text)} characters, more than the limit of {self.max_chars}",
+            )
+        words = preprocess_nmt(text).split()
+        if not words:
+            raise InputError("text", "text is empty: type an English sentence")
+        if len(words) > self.max_tokens:
+            raise InputError(
+                "text",
+                f"text has {len(words)} words (punctuation included), more than the "
+                f"limit of {self.max_tokens} for this model",
+            )
+        if not 1 <= beam_size <= self.max_beam:
+            raise InputError(
+                "beam_size", f"beam_size must be between 1 and {self.max_beam}, got {beam_size}"
+            )
+        unknown = list(dict.fromkeys(w for w in words if w not in self.data.src_vocab))
+        if unknown and not allow_unknown:
+            raise InputError(
+                "text",
+                f"unknown words (not in the model's {len(self.data.src_vocab)}-word English "
+                f"vocabulary): {', '.join(unknown)}",
+            )
+        return unknown
+
+    def translate(self, text: str, beam_size: int = 1, allow_unknown: bool = False) -> Translation:
+        """Translate ``text`` (greedy for ``beam_size`` 1, else beam search) with its maps."""
+        unknown = self.check(text, beam_size, allow_unknown)
+        with self._lock, torch.inference_mode():
+            start = time.perf_counter()
+            tokens, finished = None, True
+            if beam_size > 1:
+                tokens, finished = self._beam(text, beam_size)
+            maps = attention_maps(self.model, self.data, text, tokens=tokens)
+            seconds = time.perf_counter() - start
+        if tokens is None:  # greedy: finished when the outputs end with <eos>
+            finished = bool(maps.outputs) and maps.outputs[-1] == "<eos>"
+        return Translation(maps.translation, beam_size, seconds, finished, unknown, maps.to_json())
+
+    def _beam(self, text: str, beam_size: int) -> tuple[list[int], bool]:
+        tgt = self.data.tgt_vocab
+        src, src_len = self.data.encode_source([text])
+        search = BeamSearch(beam_size, self.data.max_len + 2, tgt["<bos>"], tgt["<eos>"])
+        best = search(self.model, src.to(self.device), src_len.to(self.device))[0][0]
+        return list(best.tokens), best.finished

@@ -1,0 +1,296 @@
+// attnkit attention explorer: plain JS + SVG, no framework, nothing loaded from elsewhere.
+"use strict";
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+const $ = (id) => document.getElementById(id);
+const state = { info: null, result: null, nwPending: null, nwBusy: false };
+
+// ---------------------------------------------------------------------------- helpers
+
+function el(tag, attrs = {}, text) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+// white -> orange -> dark red, t in [0, 1]
+const STOPS = [[255, 255, 255], [252, 141, 89], [127, 0, 0]];
+function color(t) {
+  t = Math.min(1, Math.max(0, t)) * (STOPS.length - 1);
+  const i = Math.min(Math.floor(t), STOPS.length - 2);
+  const f = t - i;
+  const c = STOPS[i].map((a, k) => Math.round(a + f * (STOPS[i + 1][k] - a)));
+  return `rgb(${c[0]},${c[1]},${c[2]})`;
+}
+
+async function api(path, body) {
+  const opts = body === undefined ? {} : {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  };
+  const res = await fetch(path, opts);
+  let data = null;
+  try { data = await res.json(); } catch (e) { /* not JSON */ }
+  if (!res.ok) {
+    const msg = data && data.detail ? data.detail : `${res.status} ${res.statusText}`;
+    throw new Error(typeof msg === "string" ? msg : JSON.stringify(msg));
+  }
+  return data;
+}
+
+const tooltip = () => $("tooltip");
+function showTip(ev, text) {
+  const tip = tooltip();
+  tip.textContent = text;
+  tip.hidden = false;
+  tip.style.left = `${ev.clientX + 12}px`;
+  tip.style.top = `${ev.clientY + 12}px`;
+}
+function hideTip() { tooltip().hidden = true; }
+
+// ---------------------------------------------------------------------------- heatmap
+
+/**
+ * An SVG heatmap: one row per rowLabels entry, one column per colLabels entry.
+ * opts: kind (data-kind), title, rowName/colName (tooltip words), vmax, cell, every (label step).
+ */
+function heatmap(matrix, rowLabels, colLabels, opts) {
+  const cell = opts.cell || 26;
+  const every = opts.every || 1;
+  const vmax = opts.vmax || 1;
+  const ctx = document.createElement("canvas").getContext("2d");
+  ctx.font = "11px system-ui, sans-serif";
+  const width = (labels) => Math.max(0, ...labels.map((s, i) => (i % every ? 0 : ctx.measureText(s).width)));
+  const left = width(rowLabels) + 10;
+  const top = width(colLabels) + 10;
+  const W = left + cell * colLabels.length + 2;
+  const H = top + cell * rowLabels.length + 2;
+  const svg = el("svg", {
+    class: "heatmap", width: W, height: H, viewBox: `0 0 ${W} ${H}`,
+    "data-kind": opts.kind, "data-rows": rowLabels.length, "data-cols": colLabels.length,
+    role: "img", "aria-label": opts.title,
+  });
+  rowLabels.forEach((tok, r) => {
+    if (r % every) return;
+    svg.appendChild(el("text", {
+      class: "row-label", x: left - 5, y: top + (r + 0.5) * cell, "text-anchor": "end",
+      "dominant-baseline": "middle",
+    }, tok));
+  });
+  colLabels.forEach((tok, c) => {
+    if (c % every) return;
+    const x = left + (c + 0.5) * cell;
+    svg.appendChild(el("text", {
+      class: "col-label", x, y: top - 5, transform: `rotate(-90 ${x} ${top - 5})`,
+      "dominant-baseline": "middle",
+    }, tok));
+  });
+  const cells = el("g", { class: "cells" });
+  matrix.forEach((row, r) => row.forEach((w, c) => {
+    const rect = el("rect", {
+      class: "cell", x: left + c * cell, y: top + r * cell, width: cell, height: cell,
+      fill: color(w / vmax), "data-row": r, "data-col": c, "data-weight": w.toFixed(4),
+    });
+    const text = `${opts.rowName} “${rowLabels[r]}” → ${opts.colName} “${colLabels[c]}”: ${w.toFixed(3)}`;
+    rect.addEventListener("mousemove", (ev) => showTip(ev, text));
+    rect.addEventListener("mouseleave", hideTip);
+    cells.appendChild(rect);
+  }));
+  svg.appendChild(cells);
+  svg.appendChild(el("rect", {
+    x: left, y: top, width: cell * colLabels.length, height: cell * rowLabels.length,
+    fill: "none", stroke: "#bbb",
+  }));
+  const fig = document.createElement("figure");
+  const cap = document.createElement("figcaption");
+  cap.textContent = opts.title;
+  fig.append(cap, svg);
+  return fig;
+}
+
+// (L, H, R, C) -> (R, C): one head, or the mean over heads when head === "mean"
+function pick(maps, layer, head) {
+  const heads = maps[layer];
+  if (head !== "mean") return heads[Number(head)];
+  return heads[0].map((row, r) => row.map((_, c) =>
+    heads.reduce((s, h) => s + h[r][c], 0) / heads.length));
+}
+
+// ---------------------------------------------------------------------------- translate tab
+
+function fillSelect(select, options, keep) {
+  const old = select.value;
+  select.replaceChildren(...options.map(([value, label]) => new Option(label, value)));
+  if (keep && options.some(([v]) => v === old)) select.value = old;
+}
+
+function drawMaps() {
+  const res = state.result;
+  const box = $("heatmaps");
+  box.replaceChildren();
+  if (!res) return;
+  const layer = Number($("layer").value || 0);
+  const head = $("head").value || "mean";
+  const kinds = [
+    ["encoder_self", "encoder self-attention", res.source, res.source, "query", "key"],
+    ["decoder_self", "decoder self-attention", res.decoder_inputs, res.decoder_inputs, "query", "key"],
+    ["cross", res.encoder_self ? "encoder-decoder attention" : "alignment (Bahdanau)",
+      res.outputs, res.source, "target", "source"],
+  ];
+  for (const [key, title, rows, cols, rowName, colName] of kinds) {
+    const maps = res[key];
+    if (!maps) continue;
+    const single = maps.length === 1 && maps[0].length === 1;
+    const l = single ? 0 : Math.min(layer, maps.length - 1);
+    const h = single ? 0 : head;
+    const where = single ? "" : ` · layer ${l + 1}, ${h === "mean" ? "mean of heads" : `head ${Number(h) + 1}`}`;
+    box.appendChild(heatmap(pick(maps, l, h), rows, cols, {
+      kind: key, title: title + where, rowName, colName,
+    }));
+  }
+}
+
+function showResult(res) {
+  state.result = res;
+  $("translation").textContent = res.translation || "(empty translation)";
+  const how = res.beam_size > 1 ? `beam search, size ${res.beam_size}` : "greedy decoding";
+  const extra = [];
+  if (!res.finished) extra.push("stopped at the length limit");
+  if (res.unknown_words.length) extra.push(`unknown: ${res.unknown_words.join(", ")}`);
+  $("timing").textContent = `${how} · ${(res.seconds * 1000).toFixed(1)} ms` +
+    (extra.length ? ` · ${extra.join(" · ")}` : "");
+  const ref = res.encoder_self || res.cross;
+  const L = ref ? ref.length : 0;
+  const Hn = ref ? ref[0].length : 0;
+  const multi = Boolean(res.encoder_self) && (L > 1 || Hn > 1);
+  $("map-controls").hidden = !multi;
+  fillSelect($("layer"), Array.from({ length: L }, (_, i) => [String(i), String(i + 1)]), true);
+  if (!$("layer").value && L) $("layer").value = String(L - 1);
+  fillSelect($("head"), [["mean", "mean"], ...Array.from({ length: Hn }, (_, i) => [String(i), String(i + 1)])], true);
+  $("result").hidden = false;
+  drawMaps();
+}
+
+async function onTranslate(ev) {
+  ev.preventDefault();
+  const button = $("translate-button");
+  $("error").hidden = true;
+  button.disabled = true;
+  document.body.dataset.state = "busy";
+  try {
+    const res = await api("/api/translate", {
+      text: $("text").value,
+      beam_size: Number($("beam").value),
+      allow_unknown: $("allow-unknown").checked,
+    });
+    showResult(res);
+    document.body.dataset.state = "done";
+  } catch (e) {
+    $("error").textContent = e.message;
+    $("error").hidden = false;
+    document.body.dataset.state = "error";
+  } finally {
+    button.disabled = false;
+  }
+}
+
+function updateCount() {
+  const max = state.info ? state.info.max_chars : 0;
+  const n = $("text").value.length;
+  $("char-count").textContent = max ? `${n} / ${max} characters` : "";
+}
+
+async function loadInfo() {
+  try {
+    const info = await api("/api/info");
+    state.info = info;
+    const cfg = Object.entries(info.model_config).map(([k, v]) => `${k}=${v}`).join(", ");
+    $("model-info").textContent = `${info.arch} (${cfg}) · vocabularies ${info.src_vocab_size} EN / ` +
+      `${info.tgt_vocab_size} FR · at most ${info.max_tokens} words`;
+    $("text").maxLength = info.max_chars;
+    const beams = [["1", "greedy"]];
+    for (let k = 2; k <= info.max_beam; k++) beams.push([String(k), `beam ${k}`]);
+    fillSelect($("beam"), beams, true);
+    updateCount();
+  } catch (e) {
+    $("model-info").textContent = `could not load model information: ${e.message}`;
+  }
+}
+
+// ---------------------------------------------------------------------------- Nadaraya-Watson tab
+
+function linePlot(d) {
+  const W = 440, H = 300, m = { l: 36, r: 10, t: 10, b: 28 };
+  const ys = [...d.y_train, ...d.y_truth, ...d.y_hat];
+  const y0 = Math.floor(Math.min(...ys)), y1 = Math.ceil(Math.max(...ys));
+  const sx = (x) => m.l + (x / 5) * (W - m.l - m.r);
+  const sy = (y) => H - m.b - ((y - y0) / (y1 - y0)) * (H - m.t - m.b);
+  const svg = el("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "nw-plot" });
+  svg.appendChild(el("rect", { x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, fill: "none", stroke: "#ccc" }));
+  for (let x = 0; x <= 5; x++) svg.appendChild(el("text", { x: sx(x), y: H - 10, "text-anchor": "middle" }, String(x)));
+  for (let y = y0; y <= y1; y++) svg.appendChild(el("text", { x: m.l - 6, y: sy(y) + 4, "text-anchor": "end" }, String(y)));
+  const path = (xs, ys2) => xs.map((x, i) => `${i ? "L" : "M"}${sx(x).toFixed(1)},${sy(ys2[i]).toFixed(1)}`).join("");
+  svg.appendChild(el("path", { d: path(d.x_test, d.y_truth), fill: "none", stroke: "#4a6fa5", "stroke-width": 2, "stroke-dasharray": "5 4" }));
+  svg.appendChild(el("path", { d: path(d.x_test, d.y_hat), fill: "none", stroke: "#b3361e", "stroke-width": 2.5, class: "fit" }));
+  d.x_train.forEach((x, i) => svg.appendChild(el("circle", { cx: sx(x), cy: sy(d.y_train[i]), r: 3, fill: "#888", opacity: 0.7 })));
+  const legend = [["truth", "#4a6fa5"], ["prediction", "#b3361e"], ["training data", "#888"]];
+  legend.forEach(([name, c], i) => {
+    svg.appendChild(el("rect", { x: m.l + 10, y: m.t + 8 + i * 16, width: 12, height: 4, fill: c }));
+    svg.appendChild(el("text", { x: m.l + 28, y: m.t + 13 + i * 16 }, name));
+  });
+  return svg;
+}
+
+function drawNW(d) {
+  $("nw-plot").replaceChildren(linePlot(d));
+  const vmax = Math.max(...d.attention.map((r) => Math.max(...r)));
+  const fmt = (x) => x.toFixed(1);
+  $("nw-matrix").replaceChildren(heatmap(d.attention, d.x_test.map(fmt), d.x_train.map(fmt), {
+    kind: "nw", title: `max weight ${vmax.toFixed(3)}`, rowName: "test x", colName: "training x",
+    vmax, cell: 6, every: 10,
+  }).lastChild);
+}
+
+function widthValue() { return Math.pow(10, Number($("width").value)); }
+
+// at most one request in flight; the latest slider position wins
+async function updateNW() {
+  const width = widthValue();
+  $("width-value").textContent = `${width.toFixed(3)} (w = ${(1 / width).toFixed(2)})`;
+  state.nwPending = width;
+  if (state.nwBusy) return;
+  state.nwBusy = true;
+  try {
+    while (state.nwPending !== null) {
+      const w = state.nwPending;
+      state.nwPending = null;
+      drawNW(await api("/api/nadaraya-watson", { width: Number(w.toFixed(4)) }));
+    }
+  } catch (e) {
+    $("nw-plot").textContent = `could not compute: ${e.message}`;
+  } finally {
+    state.nwBusy = false;
+  }
+}
+
+// ---------------------------------------------------------------------------- tabs and start-up
+
+function selectTab(name) {
+  for (const tab of ["translate", "nw"]) {
+    const on = tab === name;
+    $(`tab-${tab}`).setAttribute("aria-selected", String(on));
+    $(`panel-${tab}`).hidden = !on;
+  }
+  if (name === "nw" && !$("nw-plot").firstChild) updateNW();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("translate-form").addEventListener("submit", onTranslate);
+  $("text").addEventListener("input", updateCount);
+  $("layer").addEventListener("change", drawMaps);
+  $("head").addEventListener("change", drawMaps);
+  $("width").addEventListener("input", updateNW);
+  $("tab-translate").addEventListener("click", () => selectTab("translate"));
+  $("tab-nw").addEventListener("click", () => selectTab("nw"));
+  loadInfo();
+});
