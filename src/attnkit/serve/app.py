@@ -113,21 +113,27 @@ def _load_static() -> dict[str, bytes]:
 def _describe(errors: list[dict]) -> str:
     parts = []
     for err in errors:
-        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
+        if not loc:  # the body itself: missing, or not an object
+            loc = "body (a JSON object is expected)"
         parts.append(f"{loc}: {err.get('msg', 'invalid')}")
     return "; ".join(parts)
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors = jsonable_encoder(exc.errors())
-    bad_json = any(e.get("type") == "json_invalid" for e in errors)
-    detail = _describe(errors)
+    bad_json = [e for e in errors if e.get("type") == "json_invalid"]
     if bad_json:
-        detail = f"the request body is not valid JSON ({detail})"
+        err = bad_json[0]
+        where = err.get("loc", ())[-1:] or ("?",)
+        msg = err.get("ctx", {}).get("error", err.get("msg", "invalid"))
+        detail = f"the request body is not valid JSON: {msg} at character {where[0]}"
+        return JSONResponse({"detail": detail, "field": None, "errors": errors}, status_code=400)
+    detail = _describe(errors)
     fields = [str(e["loc"][-1]) for e in errors if e.get("loc") and len(e["loc"]) > 1]
     return JSONResponse(
         {"detail": detail, "field": fields[0] if fields else None, "errors": errors},
-        status_code=400 if bad_json else 422,
+        status_code=422,
     )
 
 

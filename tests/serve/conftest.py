@@ -1,0 +1,85 @@
+"""Explorer test fixtures: one tiny checkpoint per session, and a live server on it."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+with warnings.catch_warnings():  # starlette's notice about httpx versions
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+from attnkit.data.translation import load_translation_data
+from attnkit.models.registry import build_model
+from attnkit.serve import create_app
+from attnkit.training.trainer import TrainConfig, Trainer
+
+TINY = {"d_model": 16, "num_heads": 2, "num_layers": 2, "d_ff": 32, "dropout": 0.0}
+
+
+def make_checkpoint(directory: Path, arch: str = "transformer", epochs: int = 0) -> Path:
+    """A small checkpoint of ``arch`` trained ``epochs`` epochs (0: initial weights)."""
+    torch.manual_seed(0)
+    data = load_translation_data(num_pairs=1200, seed=1)
+    cfg = TINY if arch == "transformer" else {"embed_size": 8, "num_hiddens": 8, "num_layers": 1}
+    model = build_model(arch, cfg, len(data.src_vocab), len(data.tgt_vocab))
+    config = TrainConfig(
+        epochs=max(epochs, 1), out_dir=str(directory), progress=False, bleu_sentences=20
+    )
+    trainer = Trainer(model, data, config, arch=arch, model_config=cfg)
+    if epochs:
+        trainer.fit()
+    else:
+        trainer.save()
+    return directory
+
+
+@pytest.fixture(scope="session")
+def checkpoint(tmp_path_factory) -> Path:
+    return make_checkpoint(tmp_path_factory.mktemp("serve") / "transformer")
+
+
+@pytest.fixture(scope="session")
+def bahdanau_checkpoint(tmp_path_factory) -> Path:
+    return make_checkpoint(tmp_path_factory.mktemp("serve") / "bahdanau", arch="bahdanau")
+
+
+@pytest.fixture(scope="session")
+def app(checkpoint):
+    return create_app(checkpoint, max_chars=200)
+
+
+@pytest.fixture(scope="session")
+def client(app) -> Iterator[TestClient]:
+    with TestClient(app) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def live_server(app) -> Iterator[str]:
+    """The app served by uvicorn on a free localhost port, in a thread; yields its URL."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+    sock.close()

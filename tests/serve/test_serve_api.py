@@ -1,0 +1,214 @@
+"""The explorer's JSON API: values, validation messages, OpenAPI, static files, start-up."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from attnkit.cli import main
+from attnkit.decoding import translate
+from attnkit.serve import CheckpointLoadError, ModelService, create_app
+from attnkit.training.checkpoint import load_model
+
+SENTENCES = ["the happy girl watches the cat .", "they are not beautiful .", "THE CAT IS HAPPY."]
+
+
+def test_translation_equals_translate_and_maps_have_token_shapes(client, checkpoint):
+    model, cfg = load_model(checkpoint)
+    from attnkit.data.translation import TranslationData
+
+    data = TranslationData.from_dict(cfg["data"])
+    expected, _ = translate(model, data, SENTENCES[:2])
+    for sentence, want in zip(SENTENCES[:2], expected):
+        r = client.post("/api/translate", json={"text": sentence})
+        assert r.status_code == 200, r.text
+        res = r.json()
+        assert res["translation"] == want and res["text"] == sentence
+        assert res["arch"] == "transformer" and res["beam_size"] == 1
+        assert res["seconds"] > 0 and res["unknown_words"] == []
+        S, T = len(res["source"]), len(res["outputs"])
+        assert res["source"][-1] == "<eos>" and res["decoder_inputs"][0] == "<bos>"
+        assert len(res["decoder_inputs"]) == T
+        assert res["translation"].split() == [t for t in res["outputs"] if t != "<eos>"]
+        shapes = {"encoder_self": (S, S), "decoder_self": (T, T), "cross": (T, S)}
+        for key, (rows, cols) in shapes.items():
+            maps = res[key]
+            assert len(maps) == 2 and all(len(layer) == 2 for layer in maps)  # L, H
+            for head in (h for layer in maps for h in layer):
+                assert len(head) == rows and all(len(row) == cols for row in head)
+                assert all(math.isclose(sum(row), 1.0, abs_tol=1e-4) for row in head)
+
+
+def test_beam_one_equals_greedy_and_beam_k_works(client):
+    for sentence in SENTENCES:
+        greedy = client.post("/api/translate", json={"text": sentence}).json()
+        beam1 = client.post("/api/translate", json={"text": sentence, "beam_size": 1}).json()
+        assert beam1["translation"] == greedy["translation"]
+        assert beam1["cross"] == greedy["cross"]
+        service = client.app.state.service  # beam search itself with k = 1, not a shortcut
+        tokens, _ = service._beam(sentence, 1)
+        assert " ".join(service.data.tgt_vocab.to_tokens(tokens)) == greedy["translation"]
+    r = client.post("/api/translate", json={"text": SENTENCES[0], "beam_size": 4})
+    assert r.status_code == 200 and r.json()["beam_size"] == 4
+    res = r.json()
+    assert len(res["cross"][0][0]) == len(res["outputs"])
+
+
+def test_bahdanau_single_alignment(bahdanau_checkpoint):
+    service = ModelService.from_checkpoint(bahdanau_checkpoint)
+    result = service.translate("the cat is happy .", beam_size=2)
+    maps = result.maps
+    assert maps["encoder_self"] is None and maps["decoder_self"] is None
+    assert len(maps["cross"]) == 1 and len(maps["cross"][0]) == 1
+    assert len(maps["cross"][0][0]) == len(maps["outputs"])
+    assert all(len(row) == len(maps["source"]) for row in maps["cross"][0][0])
+
+
+def test_info(client):
+    info = client.get("/api/info").json()
+    assert info["arch"] == "transformer" and info["max_chars"] == 200
+    assert info["src_vocab_size"] > 10 and info["tgt_vocab_size"] > 10
+    assert info["max_beam"] == 10 and info["max_tokens"] >= 2
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        ({"text": ""}, "text", ["empty"]),
+        ({"text": "   "}, "text", ["empty"]),
+        ({"text": "a" * 201}, "text", ["201 characters", "limit of 200"]),
+        ({"text": "the cat " * 20}, "text", ["40 words", "limit of"]),
+        ({"text": "the zorglub cat ."}, "text", ["unknown words", "zorglub"]),
+        ({"text": "the cat .", "beam_size": 0}, "beam_size", ["between 1 and 10", "got 0"]),
+        ({"text": "the cat .", "beam_size": 1000}, "beam_size", ["between 1 and 10", "1000"]),
+        ({"text": "the cat .", "beam_size": "2"}, "beam_size", ["valid integer"]),
+        ({"text": "the cat .", "beam_size": True}, "beam_size", ["valid integer"]),
+        ({"text": 5}, "text", ["valid string"]),
+        ({}, "text", ["text", "required"]),
+        ({"text": "the cat .", "path": "/etc/passwd"}, "path", ["not permitted"]),
+    ],
+)
+def test_bad_requests_get_422_with_a_clear_message(client, body, field, words):
+    r = client.post("/api/translate", json=body)
+    assert r.status_code == 422, r.text
+    res = r.json()
+    assert isinstance(res["detail"], str) and res["field"] == field
+    for word in words:
+        assert word in res["detail"], res["detail"]
+
+
+def test_unknown_words_allowed_on_request(client):
+    r = client.post("/api/translate", json={"text": "the zorglub cat .", "allow_unknown": True})
+    assert r.status_code == 200 and r.json()["unknown_words"] == ["zorglub"]
+    assert "<unk>" in r.json()["source"]
+
+
+@pytest.mark.parametrize("raw", [b"{bad", b'{"text": "a"', b"\xff\xfe"])
+def test_malformed_json_is_400_and_the_server_keeps_serving(client, raw):
+    r = client.post("/api/translate", content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "not valid JSON" in r.json()["detail"]
+    assert client.post("/api/translate", json={"text": "the cat ."}).status_code == 200
+
+
+def test_nadaraya_watson(client):
+    r = client.post("/api/nadaraya-watson", json={"width": 0.5})
+    assert r.status_code == 200
+    res = r.json()
+    assert len(res["attention"]) == len(res["x_test"]) == len(res["y_hat"]) == 50
+    assert all(len(row) == len(res["x_train"]) for row in res["attention"])
+    assert all(math.isclose(sum(row), 1.0, abs_tol=1e-4) for row in res["attention"])
+    assert math.isclose(res["w"], 2.0)
+    wide = client.post("/api/nadaraya-watson", json={"width": 50}).json()
+    assert max(wide["y_hat"]) - min(wide["y_hat"]) < max(res["y_hat"]) - min(res["y_hat"])
+    for body in ({"width": 0}, {"width": -1}, {"width": 1e9}, {"width": "wide"}):
+        r = client.post("/api/nadaraya-watson", json=body)
+        assert r.status_code == 422 and r.json()["field"] == "width"
+
+
+def test_openapi_documents_the_api(client):
+    schema = client.get("/openapi.json").json()
+    paths = schema["paths"]
+    assert "post" in paths["/api/translate"] and "get" in paths["/api/info"]
+    assert "post" in paths["/api/nadaraya-watson"]
+    props = schema["components"]["schemas"]["TranslateRequest"]["properties"]
+    assert {"text", "beam_size", "allow_unknown"} <= set(props)
+    assert "/static/{name}" not in paths
+
+
+@pytest.mark.parametrize(
+    ("path", "ctype", "needle"),
+    [
+        ("/", "text/html", b"<!doctype html>"),
+        ("/static/index.html", "text/html", b"heatmaps"),
+        ("/static/app.js", "text/javascript", b"function heatmap"),
+        ("/static/style.css", "text/css", b"font-family"),
+    ],
+)
+def test_static_assets(client, path, ctype, needle):
+    r = client.get(path)
+    assert r.status_code == 200 and r.headers["content-type"].startswith(ctype)
+    assert needle in r.content
+    assert "default-src 'self'" in r.headers["content-security-policy"]
+
+
+def test_page_loads_nothing_from_elsewhere(client):
+    for path in ("/", "/static/app.js", "/static/style.css"):
+        text = client.get(path).text
+        assert "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+        assert "https://" not in text and "//cdn" not in text
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/../../etc/passwd",
+        "/static/..%2f..%2fetc%2fpasswd",
+        "/static/%2e%2e/%2e%2e/etc/passwd",
+        "/static/..%5c..%5cetc%5cpasswd",
+        "/static//etc/passwd",
+        "/static/app.py",
+        "/static/",
+        "/../../etc/passwd",
+        "/docs",  # Swagger UI would load from a CDN: turned off
+    ],
+)
+def test_no_path_traversal(client, path):
+    r = client.get(path)
+    assert r.status_code == 404
+    assert b"root:" not in r.content
+
+
+def test_create_app_fails_clearly(tmp_path, checkpoint):
+    with pytest.raises(CheckpointLoadError, match=r"config\.json is missing"):
+        create_app(tmp_path)
+    with pytest.raises(CheckpointLoadError, match="not a directory"):
+        create_app(tmp_path / "nope")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    with pytest.raises(CheckpointLoadError, match="not valid JSON"):
+        create_app(broken)
+    with pytest.raises(ValueError, match="max_chars"):
+        create_app(checkpoint, max_chars=0)
+
+
+def test_cli_startup_failure_exit_code(tmp_path, capsys):
+    assert main(["serve", "--checkpoint", str(tmp_path / "missing"), "--port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "attnkit serve: error: cannot load checkpoint" in err and "not a directory" in err
+
+
+def test_cli_subprocess_corrupt_checkpoint(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"format": "attnkit-checkpoint"}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "attnkit", "serve", "--checkpoint", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert "cannot load checkpoint" in proc.stderr and "Traceback" not in proc.stderr
