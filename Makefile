@@ -21,6 +21,7 @@ demo: $(STAMP)
 	$(BIN)/attnkit demo
 
 test: $(STAMP)
+	bash tools/ensure_browser.sh
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/python -m pytest

@@ -21,19 +21,41 @@ from attnkit.models.registry import build_model
 from attnkit.serve import create_app
 from attnkit.training.trainer import TrainConfig, Trainer
 
+
+def pytest_addoption(parser) -> None:
+    parser.addoption(
+        "--explorer-screenshot",
+        action="store_true",
+        help="the browser test also writes docs/explorer.png (the README screenshot)",
+    )
+
+
 TINY = {"d_model": 16, "num_heads": 2, "num_layers": 2, "d_ff": 32, "dropout": 0.0}
+# --explorer-screenshot: a model that translates well enough to show (about 30 s to train)
+SHOWCASE = {"d_model": 32, "num_heads": 4, "num_layers": 2, "d_ff": 64, "dropout": 0.1}
 
 
-def make_checkpoint(directory: Path, arch: str = "transformer", epochs: int = 0) -> Path:
+def make_checkpoint(
+    directory: Path,
+    arch: str = "transformer",
+    epochs: int = 0,
+    config: dict | None = None,
+    num_pairs: int = 1200,
+) -> Path:
     """A small checkpoint of ``arch`` trained ``epochs`` epochs (0: initial weights)."""
     torch.manual_seed(0)
-    data = load_translation_data(num_pairs=1200, seed=1)
-    cfg = TINY if arch == "transformer" else {"embed_size": 8, "num_hiddens": 8, "num_layers": 1}
-    model = build_model(arch, cfg, len(data.src_vocab), len(data.tgt_vocab))
-    config = TrainConfig(
-        epochs=max(epochs, 1), out_dir=str(directory), progress=False, bleu_sentences=20
+    data = load_translation_data(num_pairs=num_pairs, seed=1)
+    if config is None:
+        config = TINY if arch == "transformer" else {"embed_size": 8, "num_hiddens": 8}
+    model = build_model(arch, config, len(data.src_vocab), len(data.tgt_vocab))
+    train = TrainConfig(
+        epochs=max(epochs, 1),
+        out_dir=str(directory),
+        progress=False,
+        bleu_sentences=20,
+        eval_every=max(epochs, 1),
     )
-    trainer = Trainer(model, data, config, arch=arch, model_config=cfg)
+    trainer = Trainer(model, data, train, arch=arch, model_config=config)
     if epochs:
         trainer.fit()
     else:
@@ -42,8 +64,11 @@ def make_checkpoint(directory: Path, arch: str = "transformer", epochs: int = 0)
 
 
 @pytest.fixture(scope="session")
-def checkpoint(tmp_path_factory) -> Path:
-    return make_checkpoint(tmp_path_factory.mktemp("serve") / "transformer")
+def checkpoint(tmp_path_factory, request) -> Path:
+    directory = tmp_path_factory.mktemp("serve") / "transformer"
+    if request.config.getoption("--explorer-screenshot"):
+        return make_checkpoint(directory, epochs=30, config=SHOWCASE, num_pairs=3000)
+    return make_checkpoint(directory)
 
 
 @pytest.fixture(scope="session")

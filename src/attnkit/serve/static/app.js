@@ -127,6 +127,7 @@ function fillSelect(select, options, keep) {
 function drawMaps() {
   const res = state.result;
   const box = $("heatmaps");
+  hideTip();  // its cell is about to be replaced
   box.replaceChildren();
   if (!res) return;
   const layer = Number($("layer").value || 0);
@@ -164,9 +165,9 @@ function showResult(res) {
   const Hn = ref ? ref[0].length : 0;
   const multi = Boolean(res.encoder_self) && (L > 1 || Hn > 1);
   $("map-controls").hidden = !multi;
-  fillSelect($("layer"), Array.from({ length: L }, (_, i) => [String(i), String(i + 1)]), true);
+  fillSelect($("layer"), Array.from({ length: L }, (_, i) => [String(i), `layer ${i + 1}`]), true);
   if (!$("layer").value && L) $("layer").value = String(L - 1);
-  fillSelect($("head"), [["mean", "mean"], ...Array.from({ length: Hn }, (_, i) => [String(i), String(i + 1)])], true);
+  fillSelect($("head"), [["mean", "mean of heads"], ...Array.from({ length: Hn }, (_, i) => [String(i), `head ${i + 1}`])], true);
   $("result").hidden = false;
   drawMaps();
 }

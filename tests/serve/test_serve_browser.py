@@ -1,0 +1,175 @@
+"""End to end in a real browser: headless Chromium types a sentence and reads the heatmap.
+
+Uses Playwright's Python package driving the system Chromium (``/usr/bin/chromium``,
+installed by ``tools/ensure_browser.sh``; Playwright's own browser download is not
+needed). Skips, saying why, only when no browser or no Playwright is available
+(``ATTNKIT_REQUIRE_BROWSER=1`` turns a missing browser into a failure).
+
+Regenerate the README screenshot with::
+
+    .venv/bin/python -m pytest tests/serve/test_serve_browser.py --explorer-screenshot
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS_SCREENSHOT = REPO / "docs" / "explorer.png"
+# Flags this machine's headless Chromium needs (no background connections, no sandbox).
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+SENTENCE = "the happy girl watches the cat ."
+SHOWCASE_SENTENCE = "a tired friend buys yellow computers ."  # --explorer-screenshot
+
+
+def find_chromium() -> str | None:
+    for candidate in (os.environ.get("ATTNKIT_CHROMIUM"), "/usr/bin/chromium"):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if found := shutil.which(name):
+            return found
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser_context(tmp_path_factory):
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("the playwright package is not installed (pip install -e '.[dev]')")
+    executable = find_chromium()
+    if executable is None and os.environ.get("ATTNKIT_REQUIRE_BROWSER") == "1":
+        pytest.fail("ATTNKIT_REQUIRE_BROWSER=1 but no Chromium was found (/usr/bin/chromium)")
+    if executable is None:
+        pytest.skip(
+            "no Chromium found (/usr/bin/chromium); `bash tools/ensure_browser.sh` installs "
+            "it with apt-get when run as root, or set ATTNKIT_CHROMIUM"
+        )
+    profile = tempfile.mkdtemp(dir=tmp_path_factory.mktemp("browser"), prefix="profile-")
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            profile,
+            executable_path=executable,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 760},
+            timeout=30_000,
+        )
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+def _translate(page, url: str, sentence: str, beam: str = "1") -> None:
+    page.goto(url + "/", wait_until="domcontentloaded")
+    page.wait_for_function("document.querySelectorAll('#beam option').length > 1")
+    page.fill("#text", sentence)
+    page.select_option("#beam", value=beam)
+    page.click("#translate-button")
+    page.wait_for_selector("body[data-state=done] svg.heatmap[data-kind=cross]", timeout=20_000)
+
+
+def test_translate_and_heatmap_in_browser(browser_context, live_server, tmp_path, request):
+    page = browser_context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    outside: list[str] = []
+    page.on("request", lambda r: None if r.url.startswith(live_server) else outside.append(r.url))
+    showcase = request.config.getoption("--explorer-screenshot")
+    sentence = SHOWCASE_SENTENCE if showcase else SENTENCE
+    _translate(page, live_server, sentence)
+
+    translation = page.text_content("#translation")
+    expected = httpx.post(f"{live_server}/api/translate", json={"text": sentence}).json()
+    assert translation == (expected["translation"] or "(empty translation)")
+    assert " ms" in page.text_content("#timing")
+
+    # encoder-decoder attention: one row per target token, one column per source token
+    svg = page.locator("svg.heatmap[data-kind=cross]")
+    rows, cols = len(expected["outputs"]), len(expected["source"])
+    assert svg.get_attribute("data-rows") == str(rows)
+    assert svg.get_attribute("data-cols") == str(cols)
+    assert svg.locator("rect.cell").count() == rows * cols
+    assert svg.locator("text.row-label").all_text_contents() == expected["outputs"]
+    assert svg.locator("text.col-label").all_text_contents() == expected["source"]
+    n_rows = page.evaluate(
+        "new Set([...document.querySelectorAll("
+        "'svg[data-kind=cross] rect.cell')].map(r => r.dataset.row)).size"
+    )
+    assert n_rows == rows
+    for kind, n in (("encoder_self", cols), ("decoder_self", rows)):
+        assert page.locator(f"svg.heatmap[data-kind={kind}] rect.cell").count() == n * n
+
+    # hovering a cell shows both tokens and the weight
+    svg.locator("rect.cell[data-row='0'][data-col='1']").hover()
+    tip = page.locator("#tooltip")
+    tip.wait_for(state="visible")
+    text = tip.text_content()
+    assert f"“{expected['outputs'][0]}”" in text and f"“{expected['source'][1]}”" in text
+    assert any(c.isdigit() for c in text.split(":")[-1])
+
+    # picking a head redraws the map from that head's weights
+    page.select_option("#layer", value="0")
+    page.select_option("#head", value="1")
+    cell = page.locator("svg.heatmap[data-kind=cross] rect.cell[data-row='0'][data-col='0']")
+    assert float(cell.get_attribute("data-weight")) == pytest.approx(
+        expected["cross"][0][1][0][0], abs=1e-3
+    )
+    page.select_option("#layer", value="1")
+    page.select_option("#head", value="mean")
+
+    assert tip.is_hidden()  # redrawn: the hovered cell is gone
+    # hover the strongest cross-attention cell of the second-to-last word, for the picture
+    row = max(0, rows - 3)
+    mean = [sum(h[row][c] for h in expected["cross"][-1]) for c in range(cols)]
+    col = mean.index(max(mean))
+    svg.locator(f"rect.cell[data-row='{row}'][data-col='{col}']").hover()
+    tip.wait_for(state="visible")
+    page.screenshot(path=str(tmp_path / "explorer.png"), full_page=True)
+    assert (tmp_path / "explorer.png").stat().st_size > 10_000
+    if showcase:
+        DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
+        page.screenshot(path=str(DOCS_SCREENSHOT), full_page=True)
+
+    # a bad input shows the server's message, and the page still works afterwards
+    page.fill("#text", "the zorglub cat .")
+    page.click("#translate-button")
+    page.wait_for_selector("#error:not([hidden])")
+    assert "zorglub" in page.text_content("#error")
+    assert not errors and not outside, (errors, outside)
+    page.close()
+
+
+def test_nadaraya_watson_tab_in_browser(browser_context, live_server, tmp_path):
+    page = browser_context.new_page()
+    page.goto(live_server + "/", wait_until="domcontentloaded")
+    page.click("#tab-nw")
+    page.wait_for_selector("#nw-plot svg path.fit")
+    matrix = page.locator("#nw-matrix svg.heatmap")
+    assert matrix.get_attribute("data-rows") == "50" and matrix.get_attribute("data-cols") == "50"
+    before = page.get_attribute("#nw-plot path.fit", "d")
+    page.locator("#width").fill("0.8")  # a much wider kernel: a flatter curve
+    page.wait_for_function(
+        "d => document.querySelector('#nw-plot path.fit').getAttribute('d') !== d", arg=before
+    )
+    assert "6.310" in page.text_content("#width-value")  # 10 ** 0.8
+    page.screenshot(path=str(tmp_path / "nadaraya_watson.png"), full_page=True)
+    page.close()
