@@ -10,6 +10,7 @@ prints the reason and exits with code 1. The JSON API is documented at /openapi.
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 
 __all__ = ["register", "run_serve"]
@@ -62,13 +63,40 @@ def run_serve(args: argparse.Namespace) -> int:
             "can use the model (there is no authentication)",
             file=sys.stderr,
         )
-    service = app.state.service
+    try:
+        sock = _listen(args.host, args.port)
+    except OSError as e:
+        print(
+            f"attnkit serve: error: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr
+        )
+        return 1
+    port = sock.getsockname()[1]
     print(
-        f"attnkit serve: {service.arch} from {args.checkpoint} on "
-        f"http://{args.host}:{args.port}/ (Ctrl+C stops)",
+        f"attnkit serve: {app.state.service.arch} from {args.checkpoint} on "
+        f"http://{_url_host(args.host)}:{port}/ (Ctrl+C stops)",
         file=sys.stderr,
     )
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
-    server = uvicorn.Server(config)
-    server.run()
-    return 0 if server.started else 1
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A bound socket for ``host:port`` (so a port in use is a clear error, port 0 works)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
