@@ -7,6 +7,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -87,9 +88,9 @@ def client(app) -> Iterator[TestClient]:
         yield c
 
 
-@pytest.fixture(scope="session")
-def live_server(app) -> Iterator[str]:
-    """The app served by uvicorn on a free localhost port, in a thread; yields its URL."""
+@contextmanager
+def serving(app) -> Iterator[str]:
+    """``app`` served by uvicorn on a free localhost port, in a thread; yields its URL."""
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -104,7 +105,26 @@ def live_server(app) -> Iterator[str]:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the test server did not start")
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+@pytest.fixture(scope="session")
+def live_server(app) -> Iterator[str]:
+    with serving(app) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def bahdanau_app(bahdanau_checkpoint):
+    return create_app(bahdanau_checkpoint)
+
+
+@pytest.fixture(scope="session")
+def bahdanau_server(bahdanau_app) -> Iterator[str]:
+    with serving(bahdanau_app) as url:
+        yield url

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import json
 import math
+import queue
+import re
 import subprocess
 import sys
+import threading
+import time
+import warnings
 
+import httpx
 import pytest
+
+with warnings.catch_warnings():  # starlette's notice about httpx versions
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
 
 from attnkit.cli import main
 from attnkit.decoding import translate
@@ -68,6 +78,31 @@ def test_bahdanau_single_alignment(bahdanau_checkpoint):
     assert all(len(row) == len(maps["source"]) for row in maps["cross"][0][0])
 
 
+def test_bahdanau_over_http(bahdanau_app):
+    with TestClient(bahdanau_app) as c:
+        r = c.post("/api/translate", json={"text": "the cat is happy .", "beam_size": 3})
+        assert r.status_code == 200, r.text
+        res = r.json()
+        assert res["arch"] == "bahdanau" and res["beam_size"] == 3
+        assert res["encoder_self"] is None and res["decoder_self"] is None
+        (alignment,) = (head for layer in res["cross"] for head in layer)  # (1, 1, T, S)
+        assert len(alignment) == len(res["outputs"])
+        assert all(len(row) == len(res["source"]) for row in alignment)
+        assert all(math.isclose(sum(row), 1.0, abs_tol=1e-4) for row in alignment)
+        assert c.get("/api/info").json()["arch"] == "bahdanau"
+
+
+def test_max_chars_is_configurable(checkpoint):
+    with TestClient(create_app(checkpoint, max_chars=20)) as c:
+        assert c.get("/api/info").json()["max_chars"] == 20
+        assert c.post("/api/translate", json={"text": "the cat is happy ."}).status_code == 200
+        r = c.post("/api/translate", json={"text": "the cat is very happy ."})
+        assert (
+            r.status_code == 422
+            and "23 characters, more than the limit of 20" in r.json()["detail"]
+        )
+
+
 def test_info(client):
     info = client.get("/api/info").json()
     assert info["arch"] == "transformer" and info["max_chars"] == 200
@@ -114,6 +149,26 @@ def test_malformed_json_is_400_and_the_server_keeps_serving(client, raw):
     assert client.post("/api/translate", json={"text": "the cat ."}).status_code == 200
 
 
+@pytest.mark.parametrize(
+    ("raw", "ctype", "status", "words"),
+    [
+        (b'{"text": "the cat ."}', "text/plain", 415, ["Content-Type: application/json"]),
+        (b"text=the+cat", "application/x-www-form-urlencoded", 415, ["got application/x-www"]),
+        (b'{"text": "the cat ."}', None, 415, ["got no Content-Type"]),
+        (b"", "application/json", 422, ["request body is missing"]),
+        (b"[1, 2]", "application/json", 422, ["a JSON object is expected"]),
+        (b"null", "application/json", 422, ["a JSON object is expected"]),
+    ],
+)
+def test_wrong_body_gets_4xx_with_a_clear_message(client, raw, ctype, status, words):
+    headers = {"content-type": ctype} if ctype else {}
+    r = client.post("/api/translate", content=raw, headers=headers)
+    assert r.status_code == status, r.text
+    for word in words:
+        assert word in r.json()["detail"], r.json()["detail"]
+    assert client.post("/api/translate", json={"text": "the cat ."}).status_code == 200
+
+
 def test_nadaraya_watson(client):
     r = client.post("/api/nadaraya-watson", json={"width": 0.5})
     assert r.status_code == 200
@@ -137,6 +192,16 @@ def test_openapi_documents_the_api(client):
     props = schema["components"]["schemas"]["TranslateRequest"]["properties"]
     assert {"text", "beam_size", "allow_unknown"} <= set(props)
     assert "/static/{name}" not in paths
+    responses = paths["/api/translate"]["post"]["responses"]
+    ref = "#/components/schemas/{}"
+    ok = responses["200"]["content"]["application/json"]["schema"]["$ref"]
+    assert ok == ref.format("TranslateResponse")
+    for code in ("400", "415", "422"):
+        err = responses[code]["content"]["application/json"]["schema"]["$ref"]
+        assert err == ref.format("ErrorResponse")
+    out = schema["components"]["schemas"]["TranslateResponse"]["properties"]
+    want = {"translation", "seconds", "source", "outputs", "encoder_self", "decoder_self", "cross"}
+    assert want <= set(out) and out["cross"]["description"]
 
 
 @pytest.mark.parametrize(
@@ -212,3 +277,36 @@ def test_cli_subprocess_corrupt_checkpoint(tmp_path):
     )
     assert proc.returncode == 1
     assert "cannot load checkpoint" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_serves_on_localhost_with_its_flags(checkpoint):
+    """``attnkit serve --port 0 --max-chars 20`` really serves, on 127.0.0.1 by default."""
+    flags = ["--port", "0", "--max-chars", "20", "--max-beam", "3"]
+    cmd = [sys.executable, "-m", "attnkit", "serve", "--checkpoint", str(checkpoint), *flags]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()  # stderr, drained by a thread (no blocking reads)
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stderr], daemon=True).start()
+    try:
+        deadline, seen, match = time.monotonic() + 60, [], None
+        while match is None and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                seen.append(lines.get(timeout=1))
+            except queue.Empty:
+                continue
+            match = re.search(r"http://127\.0\.0\.1:(\d+)/", seen[-1])
+        if match is None:
+            pytest.fail(f"attnkit serve did not start: {''.join(seen)}")
+        url = f"http://127.0.0.1:{match.group(1)}"
+        info = httpx.get(f"{url}/api/info", timeout=30).json()
+        assert info["max_chars"] == 20 and info["max_beam"] == 3
+        r = httpx.post(f"{url}/api/translate", json={"text": "a" * 21}, timeout=30)
+        assert r.status_code == 422 and "limit of 20" in r.json()["detail"]
+        r = httpx.post(f"{url}/api/translate", json={"text": "the cat .", "beam_size": 3})
+        assert r.status_code == 200, r.text
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

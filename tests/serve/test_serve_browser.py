@@ -80,7 +80,8 @@ def browser_context(tmp_path_factory):
 
 def _translate(page, url: str, sentence: str, beam: str = "1") -> None:
     page.goto(url + "/", wait_until="domcontentloaded")
-    page.wait_for_function("document.querySelectorAll('#beam option').length > 1")
+    # (no wait_for_function: its polling evaluates strings, which the page's CSP forbids)
+    page.wait_for_selector("#beam option:nth-child(2)", state="attached")
     page.fill("#text", sentence)
     page.select_option("#beam", value=beam)
     page.click("#translate-button")
@@ -159,6 +160,8 @@ def test_translate_and_heatmap_in_browser(browser_context, live_server, tmp_path
 
 
 def test_nadaraya_watson_tab_in_browser(browser_context, live_server, tmp_path):
+    from playwright.sync_api import expect  # importable: browser_context did not skip
+
     page = browser_context.new_page()
     page.goto(live_server + "/", wait_until="domcontentloaded")
     page.click("#tab-nw")
@@ -167,9 +170,28 @@ def test_nadaraya_watson_tab_in_browser(browser_context, live_server, tmp_path):
     assert matrix.get_attribute("data-rows") == "50" and matrix.get_attribute("data-cols") == "50"
     before = page.get_attribute("#nw-plot path.fit", "d")
     page.locator("#width").fill("0.8")  # a much wider kernel: a flatter curve
-    page.wait_for_function(
-        "d => document.querySelector('#nw-plot path.fit').getAttribute('d') !== d", arg=before
-    )
+    expect(page.locator("#nw-plot path.fit")).not_to_have_attribute("d", before)
     assert "6.310" in page.text_content("#width-value")  # 10 ** 0.8
     page.screenshot(path=str(tmp_path / "nadaraya_watson.png"), full_page=True)
+    page.close()
+
+
+def test_bahdanau_alignment_in_browser(browser_context, bahdanau_server, tmp_path):
+    page = browser_context.new_page()
+    _translate(page, bahdanau_server, SENTENCE, beam="2")
+    expected = httpx.post(
+        f"{bahdanau_server}/api/translate", json={"text": SENTENCE, "beam_size": 2}
+    ).json()
+    assert page.text_content("#translation") == (expected["translation"] or "(empty translation)")
+    # a single alignment map, no layer or head picker
+    assert page.locator("svg.heatmap").count() == 1
+    assert page.text_content("#heatmaps figcaption") == "alignment (Bahdanau)"
+    assert page.locator("#map-controls").is_hidden()
+    svg = page.locator("svg.heatmap[data-kind=cross]")
+    rows, cols = len(expected["outputs"]), len(expected["source"])
+    assert svg.get_attribute("data-rows") == str(rows)
+    assert svg.get_attribute("data-cols") == str(cols)
+    assert svg.locator("rect.cell").count() == rows * cols
+    assert svg.locator("text.col-label").all_text_contents() == expected["source"]
+    page.screenshot(path=str(tmp_path / "bahdanau.png"), full_page=True)
     page.close()

@@ -114,7 +114,10 @@ def _describe(errors: list[dict]) -> str:
     parts = []
     for err in errors:
         loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
-        if not loc:  # the body itself: missing, or not an object
+        if not loc and err.get("type") == "missing":
+            parts.append("the request body is missing: send a JSON object (see /openapi.json)")
+            continue
+        if not loc:  # the body itself is not an object
             loc = "body (a JSON object is expected)"
         parts.append(f"{loc}: {err.get('msg', 'invalid')}")
     return "; ".join(parts)
@@ -129,6 +132,16 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
         msg = err.get("ctx", {}).get("error", err.get("msg", "invalid"))
         detail = f"the request body is not valid JSON: {msg} at character {where[0]}"
         return JSONResponse({"detail": detail, "field": None, "errors": errors}, status_code=400)
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    not_an_object = any(
+        tuple(e.get("loc", ())) == ("body",) and e.get("type") != "missing" for e in errors
+    )
+    if not_an_object and not ctype.endswith("json"):  # form data, text, no content type
+        detail = (
+            "the request body must be JSON sent with Content-Type: application/json "
+            f"(got {ctype or 'no Content-Type'})"
+        )
+        return JSONResponse({"detail": detail, "field": None, "errors": errors}, status_code=415)
     detail = _describe(errors)
     fields = [str(e["loc"][-1]) for e in errors if e.get("loc") and len(e["loc"]) > 1]
     return JSONResponse(
@@ -149,7 +162,7 @@ def create_app_for_service(service: ModelService) -> FastAPI:
     )
     app.state.service = service
     app.add_exception_handler(RequestValidationError, _validation_error)
-    errors = {422: {"model": ErrorResponse}, 400: {"model": ErrorResponse}}
+    errors = {code: {"model": ErrorResponse} for code in (400, 415, 422)}
 
     @app.post("/api/translate", response_model=TranslateResponse, responses=errors)
     async def translate(req: TranslateRequest) -> dict[str, Any]:
