@@ -64,6 +64,7 @@ def test_demo_end_to_end_tiny(tmp_path, capsys):
     for name in ("config.json", "curves.png", "attention_1.png", "attention_all_heads.png"):
         assert (ck / name).stat().st_size > 0, name
     assert "attnkit translate run --checkpoint" in out
+    assert f"attnkit serve --checkpoint {ck}" in out
     # a second run finds the finished checkpoint and does not train again
     assert main(args) == 0
     assert "already trained" in capsys.readouterr().out

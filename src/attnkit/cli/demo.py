@@ -10,6 +10,8 @@ trains again).
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -168,7 +170,20 @@ def run_demo(
 
         run_tour(out / "tour", seed)
     print(f"\ndone in {time.perf_counter() - start:.0f} s (training and loading {train_s:.0f} s)")
+    exe = _attnkit_command()
     print("next:")
-    print(f'  attnkit translate run --checkpoint {ckpt} "{shown[0]}" --heatmap attention.png')
-    print(f"  attnkit translate eval --checkpoint {ckpt}")
+    print(f'  {exe} translate run --checkpoint {ckpt} "{shown[0]}" --heatmap attention.png')
+    print(f"  {exe} translate eval --checkpoint {ckpt}")
+    print(f"  {exe} serve --checkpoint {ckpt}    # explore its attention in a browser")
     return 0
+
+
+def _attnkit_command() -> str:
+    """How to call attnkit again: plain ``attnkit`` if it is on PATH, else the venv's script."""
+    script = Path(sys.prefix) / "bin" / "attnkit"
+    if shutil.which("attnkit") == str(script) or not script.exists():
+        return "attnkit"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
