@@ -151,6 +151,7 @@ def run_demo(
     # -- pictures
     pics = []
     shown = [s for s in DEMO_SENTENCES if _encodable(data, s)] or srcs[:1]
+    print("\nattention pictures of (crossing alignments, negation):")
     for i, sentence in enumerate(shown):
         maps = attention_maps(model, data, sentence)
         mean_path = ckpt / f"attention_{i + 1}.png"
