@@ -19,7 +19,9 @@ from attnkit import d2l
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--epochs", type=int, default=200)
-    ap.add_argument("--threads", type=int, default=2)
+    # float sums depend on the thread count, and 200 epochs amplify that: the README's
+    # results are for 1 thread (seeds 2 and 3 give all four sentences at 1.000)
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=2, help="seeds 2, 3: all four at 1.000 (README)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
