@@ -7,10 +7,10 @@ import time
 from collections.abc import Callable
 
 
-def interleaved_median(
+def interleaved_times(
     fns: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1
-) -> dict[str, float]:
-    """Median wall time (s) of each function, timing them in turn (A B C A B C ...).
+) -> dict[str, list[float]]:
+    """Wall times (s) of each function over ``repeats`` rounds, timed in turn (A B C A B C ...).
 
     Interleaving spreads machine noise evenly over the contenders, so the ratios
     between them are fair even when absolute times drift.
@@ -24,6 +24,14 @@ def interleaved_median(
             t0 = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def interleaved_median(
+    fns: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1
+) -> dict[str, float]:
+    """Median wall time (s) of each function, timed in turn (see ``interleaved_times``)."""
+    times = interleaved_times(fns, repeats, warmup)
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 

@@ -104,8 +104,8 @@ class MultiHeadAttention(nn.Module):
         if keys is values and self.W_k.in_features == self.W_v.in_features:
             B, K, _ = keys.shape
             kv = self._fused_linear((self.W_k, self.W_v), keys)  # (B, K, 2D)
-            k, v = kv.view(B, K, 2, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
-            return k, v  # (B, H, K, Dh) each
+            k, v = kv.view(B, K, 2, self.num_heads, -1).unbind(2)  # as in project_qkv
+            return k.transpose(1, 2), v.transpose(1, 2)  # (B, H, K, Dh) each
         return self._split(self.W_k(keys)), self._split(self.W_v(values))
 
     def build_mask(
@@ -215,8 +215,11 @@ class MultiHeadAttention(nn.Module):
             return (self._split(self.W_q(X)), *self.project_kv(X, X))
         B, T, _ = X.shape
         qkv = self._fused_linear((self.W_q, self.W_k, self.W_v), X)
-        q, k, v = qkv.view(B, T, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
-        return q, k, v
+        # unbind the (B, T, 3, H, Dh) view along its own axis 2, then transpose each to
+        # (B, H, T, Dh): the backward then stacks three (B, T, H, Dh) grads into (B, T, 3D)
+        # with contiguous copies instead of a strided gather (~10% of forward + backward)
+        q, k, v = qkv.view(B, T, 3, self.num_heads, -1).unbind(2)
+        return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
     @staticmethod
     def _fused_linear(layers: tuple[nn.Linear, ...], X: Tensor) -> Tensor:
