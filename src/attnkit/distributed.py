@@ -16,7 +16,14 @@ import sys
 import torch
 import torch.distributed as dist
 
-__all__ = ["DEFAULT_TIMEOUT_S", "cleanup", "init_from_env", "launch", "world_from_env"]
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "cleanup",
+    "init_from_env",
+    "launch",
+    "without_nproc",
+    "world_from_env",
+]
 
 DEFAULT_TIMEOUT_S = 300.0
 
@@ -103,3 +110,16 @@ def launch(nproc: int, argv: list[str], module: str | None = "attnkit", nnodes: 
         print(f"attnkit: distributed run failed: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def without_nproc(argv: list[str]) -> list[str]:
+    """The command line minus its ``--nproc N`` / ``--nproc=N`` (what each rank runs)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--nproc":
+            skip = True
+        elif not arg.startswith("--nproc="):
+            out.append(arg)
+    return out

@@ -56,6 +56,13 @@ def register(sub) -> None:
     t.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     t.add_argument("--out", default="runs/lm", help="checkpoint folder (default runs/lm)")
     t.add_argument("--num-preds", type=int, default=50)
+    t.add_argument(
+        "--nproc",
+        type=int,
+        default=None,
+        help="train with N processes (DistributedDataParallel, as torchrun does); "
+        "--batch-size stays the global batch, split by rows",
+    )
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--debug", action="store_true", help="show tracebacks")
     t.set_defaults(func=run_train)
@@ -87,16 +94,39 @@ def _prepare_prefix(prefix: str) -> str:
 
 
 def run_train(a: argparse.Namespace) -> int:
+    from attnkit import distributed
+
+    for name in ("layers", "hiddens", "batch_size", "num_steps", "epochs", "num_preds"):
+        _positive(name.replace("_", "-"), getattr(a, name))
+    if a.reset_after and not (a.scratch and a.cell == "gru"):
+        raise ValueError("--reset-after needs --scratch --cell gru")
+    _, world, _ = distributed.world_from_env()
+    if a.nproc is not None:
+        _positive("nproc", a.nproc)
+    processes = a.nproc if world == 1 and a.nproc is not None else world
+    if processes > a.batch_size:
+        raise ValueError(
+            f"--batch-size {a.batch_size} is the global batch, split by rows over "
+            f"{processes} processes: it must be at least {processes}"
+        )
+    if processes > 1 and world == 1:
+        # relaunch this very command in N processes (what torchrun would do)
+        return distributed.launch(processes, distributed.without_nproc(a.argv))
+    rank, world = distributed.init_from_env(a.device)
+    try:
+        return _train(a, rank, world)
+    finally:
+        distributed.cleanup()
+
+
+def _train(a: argparse.Namespace, rank: int, world: int) -> int:
     from attnkit.data.lm import load_lm_data
     from attnkit.models.rnn import build_lm
     from attnkit.training.lm import generate, train_lm
     from attnkit.training.lm_checkpoint import atomic_write, save_lm_checkpoint
     from attnkit.viz import plot_curves
 
-    for name in ("layers", "hiddens", "batch_size", "num_steps", "epochs", "num_preds"):
-        _positive(name.replace("_", "-"), getattr(a, name))
-    if a.reset_after and not (a.scratch and a.cell == "gru"):
-        raise ValueError("--reset-after needs --scratch --cell gru")
+    say = print if rank == 0 else (lambda *args, **kwargs: None)
     if a.threads:
         torch.set_num_threads(a.threads)
     lr = a.lr if a.lr is not None else (1.0 if a.optimizer == "sgd" else 0.01)
@@ -110,6 +140,8 @@ def run_train(a: argparse.Namespace) -> int:
         max_tokens=a.max_tokens,
         use_random_iter=a.random_iter,
         seed=a.seed,
+        rank=rank,
+        world_size=world,
     )
     device = torch.device(a.device)
     model = build_lm(
@@ -122,7 +154,9 @@ def run_train(a: argparse.Namespace) -> int:
         reset_after=a.reset_after,
     ).to(device)
     kind = ("scratch " if a.scratch else "torch.nn ") + a.cell.upper()
-    print(
+    if world > 1:
+        say(f"distributed: {world} processes; --batch-size {a.batch_size} is global")
+    say(
         f"{kind}: {a.layers} layer(s){', bidirectional' if a.bidirectional else ''}, "
         f"{a.hiddens} hiddens, vocab {len(vocab)}, corpus {len(loader.corpus)} {a.token} tokens "
         f"from {source}; {a.optimizer} lr {lr}, clip {a.clip}, {a.epochs} epochs"
@@ -136,10 +170,14 @@ def run_train(a: argparse.Namespace) -> int:
         clip=a.clip if a.clip > 0 else None,
         use_random_iter=a.random_iter,
         device=device,
+        rank=rank,
+        world_size=world,
         progress=not a.no_progress,
     )
     ppl, speed = hist.perplexity[-1], sum(hist.tokens_per_sec) / len(hist.tokens_per_sec)
-    print(f"perplexity {ppl:.2f}, {speed:.1f} tokens/sec on {device}, {hist.seconds:.1f} s")
+    say(f"perplexity {ppl:.2f}, {speed:.1f} tokens/sec on {device}, {hist.seconds:.1f} s")
+    if rank != 0:  # rank 0 alone writes the checkpoint, the plot and the samples
+        return 0
 
     out = Path(a.out)
     config = {
@@ -161,6 +199,7 @@ def run_train(a: argparse.Namespace) -> int:
         "lr": lr,
         "clip": a.clip,
         "seed": a.seed,
+        "processes": world,
         "final_perplexity": ppl,
         "train_seconds": hist.seconds,
     }

@@ -180,7 +180,7 @@ def run_train(args: argparse.Namespace) -> int:
         raise ValueError(f"--nproc must be a positive int, got {args.nproc}")
     if args.nproc is not None and args.nproc > 1 and world == 1:
         # relaunch this very command in N processes (what torchrun would do)
-        return distributed.launch(args.nproc, _without_nproc(args.argv))
+        return distributed.launch(args.nproc, distributed.without_nproc(args.argv))
     if args.threads is not None:
         if args.threads < 1:
             raise ValueError(f"--threads must be positive, got {args.threads}")
@@ -256,18 +256,6 @@ def run_train(args: argparse.Namespace) -> int:
                             data_args=data_args), previous, out, config, say)  # fmt: skip
     finally:
         distributed.cleanup()
-
-
-def _without_nproc(argv: list[str]) -> list[str]:
-    out, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == "--nproc":
-            skip = True
-        elif not a.startswith("--nproc="):
-            out.append(a)
-    return out
 
 
 def _preset(arch: str, name: str) -> dict[str, Any]:

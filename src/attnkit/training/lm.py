@@ -6,9 +6,11 @@ Shape legend: B batch, T steps, V vocabulary.
   across minibatches but detached; with random sampling it is re-initialized.
 * Global gradient-norm clipping (``torch.nn.utils.clip_grad_norm_``).
 * SGD as the book, or Adam; perplexity ``exp(mean NLL per token)`` each epoch.
-* Ready for torch.distributed: ``rank``/``world_size`` default to one process; token
-  and loss totals are all-reduced when a process group is initialized; only rank 0
-  shows progress. Gradient averaging is left to ``DistributedDataParallel``.
+* Multi-process (torchrun): when a process group is initialized, ``train_lm`` wraps the
+  model in ``DistributedDataParallel`` (gradients averaged over ranks), each rank trains
+  on its rows of every global batch (``LMDataLoader(rank=, world_size=)``), the loss is
+  scaled so the update is that of the mean over the *global* batch's tokens, token and
+  loss totals are all-reduced, and only rank 0 shows progress.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
 
 from attnkit.data.text import Vocab
 
@@ -124,15 +127,33 @@ class LMHistory:
 
 
 def _begin_state(model, batch_size: int, device):
-    return model.begin_state(batch_size=batch_size, device=device)
+    module = model.module if isinstance(model, DistributedDataParallel) else model
+    return module.begin_state(batch_size=batch_size, device=device)
+
+
+def _world_size() -> int:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_world_size()
+    return 1
 
 
 def _all_reduce_totals(nll: float, n: int, device) -> tuple[float, int]:
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
+    if _world_size() > 1:
         t = torch.tensor([nll, float(n)], dtype=torch.float64, device=device)
         torch.distributed.all_reduce(t)
         return float(t[0]), int(t[1])
     return nll, n
+
+
+def _global_mean_scale(num_tokens: int, world: int, device) -> float:
+    """Factor turning this rank's token mean into its share of the global-batch mean.
+
+    DDP averages gradients over ranks, so each rank's loss must be
+    ``local_sum / global_tokens * world`` = ``local_mean * local_tokens * world / global``.
+    """
+    t = torch.tensor([float(num_tokens)], dtype=torch.float64, device=device)
+    torch.distributed.all_reduce(t)
+    return num_tokens * world / max(float(t[0]), 1.0)
 
 
 def train_epoch(
@@ -155,6 +176,7 @@ def train_epoch(
     params = model_parameters(model)
     if isinstance(model, nn.Module):
         model.train()
+    world = _world_size()
     state, total_nll, total_n = None, 0.0, 0
     start = time.perf_counter()
     for X, Y in data_iter:  # (B, T), (B, T)
@@ -167,7 +189,10 @@ def train_epoch(
         lval = loss(y_hat, y.long()).mean()
         for p in params:
             p.grad = None
-        lval.backward()
+        if world > 1:  # rows per rank may differ: weigh by tokens (one tiny all-reduce)
+            (lval * _global_mean_scale(y.numel(), world, device)).backward()
+        else:
+            lval.backward()
         if clip is not None:
             clip_gradients(params, clip)
         if isinstance(updater, torch.optim.Optimizer):
@@ -186,7 +211,7 @@ def train_epoch(
     )
 
 
-def _model_device(model) -> torch.device:
+def _model_device(model) -> torch.device:  # (works for DDP wrappers too)
     params = model_parameters(model)
     return params[0].device if params else torch.device("cpu")
 
@@ -211,13 +236,25 @@ def train_lm(
 
     ``updater`` overrides ``optimizer``/``lr`` (e.g. the book's scratch ``sgd``).
     ``on_epoch(epoch, stats)`` is called on every rank after each epoch (1-based).
+    With an initialized process group, ``rank``/``world_size`` come from it and the model
+    trains inside ``DistributedDataParallel`` (``data_iter`` must give each rank its
+    rows of the global batches, as ``LMDataLoader(rank=, world_size=)`` does).
     """
     if isinstance(num_epochs, bool) or not isinstance(num_epochs, int) or num_epochs <= 0:
         raise ValueError(f"num_epochs must be a positive int, got {num_epochs!r}")
+    if _world_size() > 1:
+        rank, world_size = torch.distributed.get_rank(), _world_size()
     if not 0 <= rank < world_size:
         raise ValueError(f"rank must be in [0, world_size={world_size}), got {rank}")
     if updater is None:
         updater = make_optimizer(model, optimizer, lr)
+    net = model
+    if world_size > 1:
+        if not isinstance(model, nn.Module):
+            raise TypeError(
+                f"multi-process training needs an nn.Module model, got {type(model).__name__}"
+            )
+        net = DistributedDataParallel(model)  # broadcasts rank 0's parameters
     history = LMHistory()
     start = time.perf_counter()
     epochs: Iterator[int] | Iterable[int] = range(1, num_epochs + 1)
@@ -229,7 +266,7 @@ def train_lm(
         epochs = bar
     for epoch in epochs:
         stats = train_epoch(
-            model,
+            net,
             data_iter,
             updater,
             device=device,
