@@ -148,3 +148,25 @@ def test_errors_name_the_problem():
         mha(X, X, X, torch.tensor([1.0, 2.0]))
     with pytest.raises(ValueError, match="does not broadcast"):
         mha(X, X, X, torch.ones(2, 4, 4, dtype=torch.bool))
+
+
+def test_forward_rejects_non_tensor_lengths_keys_and_values():
+    mha = MultiHeadAttention(8, 2)
+    X = torch.randn(2, 3, 8)
+    with pytest.raises(
+        TypeError, match=r"valid_lens must be None, a tensor of lengths .* got list"
+    ):
+        mha(X, X, X, [1, 2])
+    with pytest.raises(TypeError, match="keys must be a floating-point tensor, got None"):
+        mha(X, None, None)
+    with pytest.raises(TypeError, match="values must be a floating-point tensor"):
+        mha(X, X, "v")
+
+
+def test_sizes_accept_numpy_ints_and_reject_floats():
+    np = pytest.importorskip("numpy")
+    assert MultiHeadAttention(np.int64(8), np.int64(2)).num_heads == 2
+    with pytest.raises(TypeError, match=r"num_heads must be a positive int, got 2\.0 \(float\)"):
+        MultiHeadAttention(8, 2.0)
+    with pytest.raises(ValueError, match="key_size must be a positive int, got 0"):
+        MultiHeadAttention(8, 2, key_size=0)

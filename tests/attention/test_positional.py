@@ -37,5 +37,26 @@ def test_long_max_len_and_errors():
         short(torch.zeros(1, 5, 8))
     with pytest.raises(ValueError, match=r"X must be \(B, T, 8\)"):
         short(torch.zeros(1, 3, 7))
-    with pytest.raises(ValueError, match="must be positive"):
+    with pytest.raises(ValueError, match="max_len must be a positive int, got 0"):
         sinusoidal_table(0, 4)
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "message"),
+    [
+        ((4.0, 0.0), TypeError, r"num_hiddens must be a positive int, got 4\.0 \(float\)"),
+        (("4", 0.0), TypeError, r"num_hiddens must be a positive int, got '4' \(str\)"),
+        ((0, 0.0), ValueError, "num_hiddens must be a positive int, got 0"),
+        ((4, 1.0), ValueError, r"dropout must be in \[0, 1\), got 1\.0"),
+        ((4, 0.0, 0), ValueError, "max_len must be a positive int, got 0"),
+    ],
+)
+def test_constructor_checks_its_arguments(args, error, message):
+    with pytest.raises(error, match=message):
+        PositionalEncoding(*args)
+
+
+def test_numpy_integer_sizes_are_accepted():
+    np = pytest.importorskip("numpy")
+    pe = PositionalEncoding(np.int64(6), 0.0, max_len=np.int64(7))
+    assert pe.P.shape == (1, 7, 6) and isinstance(pe.num_hiddens, int)

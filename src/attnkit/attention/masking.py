@@ -32,9 +32,10 @@ def check_valid_lens(
             f"{name} must be a torch.Tensor of integers, got {type(valid_lens).__name__}"
         )
     if valid_lens.dtype == torch.bool or valid_lens.is_floating_point() or valid_lens.is_complex():
+        hint = "; a boolean mask (True = attend) is accepted as valid_lens itself"
         raise TypeError(
-            f"{name} must have an integer dtype (lengths), got {valid_lens.dtype}; "
-            "pass a boolean attention mask through `mask=` instead"
+            f"{name} must have an integer dtype (lengths), got {valid_lens.dtype}"
+            + (hint if valid_lens.dtype == torch.bool and name == "valid_lens" else "")
         )
     if valid_lens.dim() == 1:
         expected: tuple[int, ...] = (batch,)

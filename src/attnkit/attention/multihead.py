@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnkit._validate import positive_int
 from attnkit.attention.masking import causal_mask, check_valid_lens, lengths_to_mask
 from attnkit.attention.scoring import DotProductAttention, scaled_dot_product
 
@@ -51,10 +52,12 @@ class MultiHeadAttention(nn.Module):
         record_weights: bool = False,
     ) -> None:
         super().__init__()
-        if not isinstance(num_heads, int) or num_heads <= 0:
-            raise ValueError(f"num_heads must be a positive int, got {num_heads!r}")
-        if not isinstance(num_hiddens, int) or num_hiddens <= 0:
-            raise ValueError(f"num_hiddens must be a positive int, got {num_hiddens!r}")
+        num_heads = positive_int("num_heads", num_heads)
+        num_hiddens = positive_int("num_hiddens", num_hiddens)
+        for name, size in (("query_size", query_size), ("key_size", key_size),
+                           ("value_size", value_size)):  # fmt: skip
+            if size is not None:
+                positive_int(name, size)
         if num_hiddens % num_heads:
             raise ValueError(
                 f"num_hiddens ({num_hiddens}) must be divisible by num_heads ({num_heads})"
@@ -119,6 +122,11 @@ class MultiHeadAttention(nn.Module):
     ) -> Tensor | None:
         """Padding lengths / bool mask and causality -> bool mask broadcastable to (B, H, Q, K)."""
         mask = None
+        if valid_lens is not None and not isinstance(valid_lens, Tensor):
+            raise TypeError(
+                "valid_lens must be None, a tensor of lengths (B,) or (B, Q), or a boolean "
+                f"mask tensor, got {type(valid_lens).__name__}"
+            )
         if valid_lens is not None:
             if valid_lens.dtype == torch.bool:
                 mask = valid_lens.to(device)
@@ -191,6 +199,8 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool | None = None,
     ) -> Tensor:  # (B, Q, D)
         self._check_input("queries", queries, self.W_q.in_features)
+        self._check_input("keys", keys, self.W_k.in_features)
+        self._check_input("values", values, self.W_v.in_features)
         mask = self.build_mask(
             queries.shape[0], queries.shape[1], keys.shape[1], valid_lens, causal, queries.device
         )

@@ -8,15 +8,15 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from attnkit._validate import positive_int, probability
+
 __all__ = ["PositionalEncoding", "sinusoidal_table"]
 
 
 def sinusoidal_table(max_len: int, num_hiddens: int) -> Tensor:
     """The (max_len, D) table of sines and cosines; any D, odd widths included."""
-    if max_len <= 0 or num_hiddens <= 0:
-        raise ValueError(
-            f"max_len and num_hiddens must be positive, got {max_len} and {num_hiddens}"
-        )
+    max_len = positive_int("max_len", max_len)
+    num_hiddens = positive_int("num_hiddens", num_hiddens)
     pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (T, 1)
     freq = torch.pow(
         10000.0, torch.arange(0, num_hiddens, 2, dtype=torch.float32) / num_hiddens
@@ -37,9 +37,9 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 1000) -> None:
         super().__init__()
-        self.num_hiddens = num_hiddens
-        self.max_len = max_len
-        self.dropout = nn.Dropout(dropout)
+        self.num_hiddens = positive_int("num_hiddens", num_hiddens)
+        self.max_len = positive_int("max_len", max_len)
+        self.dropout = nn.Dropout(probability("dropout", dropout))
         self.register_buffer("P", sinusoidal_table(max_len, num_hiddens).unsqueeze(0), False)
 
     def forward(self, X: Tensor, offset: int = 0) -> Tensor:  # X: (B, T, D)

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnkit._validate import positive_int, probability
 from attnkit.attention.masking import as_mask, masked_softmax
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "scaled_dot_product"]
@@ -81,9 +82,7 @@ class DotProductAttention(nn.Module):
 
     def __init__(self, dropout: float = 0.0, record_weights: bool = False) -> None:
         super().__init__()
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        self.dropout = dropout
+        self.dropout = probability("dropout", dropout)
         self.record_weights = record_weights
         self.attention_weights: Tensor | None = None
 
@@ -117,15 +116,13 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0):
         super().__init__()
-        for name, val in (("key_size", key_size), ("query_size", query_size)):
-            if not isinstance(val, int) or val <= 0:
-                raise ValueError(f"{name} must be a positive int, got {val!r}")
-        if not isinstance(num_hiddens, int) or num_hiddens <= 0:
-            raise ValueError(f"num_hiddens must be a positive int, got {num_hiddens!r}")
+        key_size = positive_int("key_size", key_size)
+        query_size = positive_int("query_size", query_size)
+        num_hiddens = positive_int("num_hiddens", num_hiddens)
         self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(probability("dropout", dropout))
         self.attention_weights: Tensor | None = None
 
     def forward(

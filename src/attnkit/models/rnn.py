@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnkit._validate import positive_int
+
 __all__ = [
     "CELLS",
     "RNNLM",
@@ -50,12 +52,7 @@ def _check_cell(cell) -> str:
     return cell.lower()
 
 
-def _check_positive(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be a positive int, got {value!r} ({type(value).__name__})")
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value}")
-    return value
+_check_positive = positive_int
 
 
 class _ScratchLayer(nn.Module):
