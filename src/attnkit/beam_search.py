@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from attnkit.decoding import check_decode_inputs
 from attnkit.models.seq2seq import EncoderDecoder
 
 __all__ = ["BeamHypothesis", "BeamSearch"]
@@ -64,7 +65,18 @@ class BeamSearch:
         src: Tensor,  # (N, S) token ids
         src_len: Tensor,  # (N,)
     ) -> list[list[BeamHypothesis]]:
-        """Per sentence, its ``beam_size`` hypotheses, best first."""
+        """Per sentence, its ``beam_size`` hypotheses, best first (model in eval mode)."""
+        check_decode_inputs(model, src, src_len, self.max_len)
+        was_training = model.training
+        model.eval()  # no dropout: the same input always gives the same beams
+        try:
+            return self._search(model, src, src_len)
+        finally:
+            model.train(was_training)
+
+    def _search(
+        self, model: EncoderDecoder, src: Tensor, src_len: Tensor
+    ) -> list[list[BeamHypothesis]]:
         N, k, device = src.shape[0], self.beam_size, src.device
         enc_outputs = model.encoder(src, src_len)
         state = model.decoder.init_state(enc_outputs, src_len)

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from attnkit.attention.recording import record_attention
 
-__all__ = ["DecodeResult", "greedy_decode", "translate"]
+__all__ = ["DecodeResult", "check_decode_inputs", "greedy_decode", "translate"]
 
 
 @dataclass
@@ -37,7 +37,8 @@ class DecodeResult:
     attention: list[Tensor] | None = None
 
 
-def _check_inputs(model: nn.Module, src: Tensor, src_len: Tensor, max_len: int) -> None:
+def check_decode_inputs(model: nn.Module, src: Tensor, src_len: Tensor, max_len: int) -> None:
+    """Raise a clear error unless model is an encoder-decoder and src/src_len/max_len fit."""
     for name in ("encoder", "decoder"):
         if not hasattr(model, name):
             raise TypeError(
@@ -75,7 +76,7 @@ def greedy_decode(
         on_step: called with the decoder after every step (the book's
             ``predict_seq2seq`` uses it to collect ``decoder.attention_weights``).
     """
-    _check_inputs(model, src, src_len, max_len)
+    check_decode_inputs(model, src, src_len, max_len)
     was_training = model.training
     model.eval()
     try:

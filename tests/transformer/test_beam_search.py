@@ -59,15 +59,53 @@ def test_hypotheses_carry_true_log_probs_and_are_sorted():
             assert abs(h.score - h.log_prob / ((5 + length) / 6) ** 0.6) < 1e-4
 
 
-def test_wider_beam_never_ranks_worse_than_its_own_narrower_hypothesis_set():
-    model, src, src_len = model_and_src(1)
-    b1 = BeamSearch(1, 6, BOS, EOS)(model, src, src_len)
-    b5 = BeamSearch(5, 6, BOS, EOS)(model, src, src_len)
-    # with no length penalty, a 5-wide beam's best finished log-prob is at least greedy's
-    # whenever both finished: greedy's path is explored unless beaten by 5 better prefixes
-    for g, w in zip(b1, b5):
-        if g[0].finished and w[0].finished:
-            assert w[0].log_prob >= g[0].log_prob - 1e-6
+@torch.no_grad()
+def brute_force_best(model, src, src_len, max_len):
+    """max over every hypothesis of <= max_len tokens of its log-probability (exhaustive)."""
+    V = model.decoder.dense.out_features
+    others = torch.tensor([t for t in range(V) if t != EOS])
+    Y = torch.cartesian_prod(*[others] * max_len).reshape(-1, max_len)  # (M, L), no <eos>
+    X = torch.cat([torch.full((len(Y), 1), BOS), Y[:, :-1]], dim=1)
+    logits, _ = model(src[None].expand(len(Y), -1), X, src_len.expand(len(Y)))
+    logp = torch.log_softmax(logits.double(), -1)  # (M, L, V)
+    step = logp.gather(2, Y[..., None])[..., 0]  # (M, L)
+    prefix = torch.cat([torch.zeros(len(Y), 1, dtype=torch.float64), step.cumsum(1)], dim=1)
+    finished = prefix[:, :max_len] + logp[:, :, EOS]  # l tokens, then <eos>
+    return max(float(prefix[:, -1].max()), float(finished.max()))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_beam_wide_enough_to_keep_every_prefix_finds_the_exact_best(seed):
+    model, src, src_len = model_and_src(seed)
+    L = 3
+    V = model.decoder.dense.out_features
+    for n in (0, 3):
+        best = brute_force_best(model, src[n], src_len[n], L)
+        exhaustive = BeamSearch((V - 1) ** L, L, BOS, EOS)(
+            model, src[n : n + 1], src_len[n : n + 1]
+        )
+        assert abs(exhaustive[0][0].log_prob - best) < 1e-4
+        narrow = BeamSearch(2, L, BOS, EOS)(model, src[n : n + 1], src_len[n : n + 1])
+        assert narrow[0][0].log_prob <= best + 1e-4  # a narrow beam can only do worse
+
+
+def test_beam_search_runs_in_eval_mode_and_restores_the_mode():
+    model, src, src_len = model_and_src(0)
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.5
+    model.train()
+    runs = [BeamSearch(3, 6, BOS, EOS)(model, src, src_len) for _ in range(2)]
+    assert [[h.tokens for h in r] for r in runs[0]] == [[h.tokens for h in r] for r in runs[1]]
+    assert model.training
+
+
+def test_inputs_are_checked():
+    model, src, src_len = model_and_src(0)
+    with pytest.raises(ValueError, match=r"src_len must have shape \(B,\) = \(5,\)"):
+        BeamSearch(2, 4, BOS, EOS)(model, src, src_len[:2])
+    with pytest.raises(ValueError, match=r"src must be a \(B, S\) long tensor"):
+        BeamSearch(2, 4, BOS, EOS)(model, src.float(), src_len)
 
 
 @pytest.mark.parametrize(
