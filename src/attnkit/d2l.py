@@ -34,9 +34,16 @@ def show_heatmaps(
     titles=None,
     figsize: tuple[float, float] = (2.5, 2.5),
     cmap: str = "Reds",
+    **kwargs,
 ):
-    """The book's signature; returns the figure instead of only drawing it."""
-    return _show_heatmaps(matrices, xlabel, ylabel, titles=titles, figsize=figsize, cmap=cmap)
+    """The book's signature; returns the figure instead of only drawing it.
+
+    Extra keywords (``path``, ``xticklabels``, ``yticklabels``, ``row_titles``) go to
+    ``attnkit.viz.show_heatmaps``.
+    """
+    return _show_heatmaps(
+        matrices, xlabel, ylabel, titles=titles, figsize=figsize, cmap=cmap, **kwargs
+    )
 
 
 class _RecordInEval:
@@ -84,19 +91,43 @@ class MultiHeadAttention(_RecordInEval, _att.MultiHeadAttention):
         )
 
 
+def _check_heads(fn: str, X, num_heads, expected_shape: str) -> None:
+    if isinstance(num_heads, bool) or not isinstance(num_heads, int):
+        raise TypeError(
+            f"{fn}: num_heads must be a positive int, got {num_heads!r} "
+            f"({type(num_heads).__name__})"
+        )
+    if num_heads <= 0:
+        raise ValueError(f"{fn}: num_heads must be a positive int, got {num_heads}")
+    if not isinstance(X, Tensor):
+        raise TypeError(f"{fn}: X must be a torch.Tensor {expected_shape}, got {type(X).__name__}")
+    if X.dim() != 3:
+        raise ValueError(f"{fn}: X must have shape {expected_shape}, got {tuple(X.shape)}")
+
+
 def transpose_qkv(X: Tensor, num_heads: int) -> Tensor:
     """(B, T, D) -> (B*H, T, D/H)."""
+    _check_heads("transpose_qkv", X, num_heads, "(batch, steps, num_hiddens)")
     B, T, D = X.shape
     if D % num_heads:
-        raise ValueError(f"width {D} is not divisible by num_heads={num_heads}")
+        raise ValueError(
+            f"transpose_qkv: X.shape[2] (num_hiddens) must be divisible by num_heads, "
+            f"got {D} and num_heads={num_heads}"
+        )
     return X.reshape(B, T, num_heads, -1).transpose(1, 2).reshape(B * num_heads, T, -1)
 
 
 def transpose_output(X: Tensor, num_heads: int) -> Tensor:
     """(B*H, T, D/H) -> (B, T, D); reverses ``transpose_qkv``."""
+    _check_heads(
+        "transpose_output", X, num_heads, "(batch * num_heads, steps, num_hiddens / num_heads)"
+    )
     BH, T, Dh = X.shape
     if BH % num_heads:
-        raise ValueError(f"leading dim {BH} is not divisible by num_heads={num_heads}")
+        raise ValueError(
+            f"transpose_output: X.shape[0] (batch * num_heads) must be divisible by num_heads, "
+            f"got {BH} and num_heads={num_heads}"
+        )
     return X.reshape(-1, num_heads, T, Dh).transpose(1, 2).reshape(BH // num_heads, T, -1)
 
 
@@ -456,3 +487,220 @@ class TransformerDecoder(_tf.TransformerDecoder):
             [blk.attention1.attention.attention_weights for blk in self.blks],
             [blk.attention2.attention.attention_weights for blk in self.blks],
         ]
+
+
+# ---------------------------------------------------------------- helpers from earlier chapters
+# DATA_HUB/download over attnkit.data.hub (same dict, so the book's
+# `d2l.DATA_HUB[name] = (url, sha1)` registers with the real downloader). Differences from
+# the book: the default cache is attnkit's (`$ATTNKIT_CACHE` or ~/.cache/attnkit), not
+# ../data; a fresh download is verified too; offline gives DatasetUnavailableError with a
+# hint; only zip archives are extracted. Timer/Accumulator/Animator/plot are the book's
+# notebook helpers (matplotlib, headless-safe: attnkit.viz picks Agg without a display).
+import itertools as _itertools  # noqa: E402
+
+import matplotlib.pyplot as plt  # noqa: E402  (d2l.plt, as the book)
+
+from attnkit.data import hub as _hub  # noqa: E402
+
+DATA_HUB = _hub.DATA_HUB
+DATA_URL = _hub.DATA_URL
+
+
+def download(name: str, cache_dir=None) -> str:
+    """Path (str) of ``DATA_HUB[name]`` in ``cache_dir`` (default: attnkit's cache)."""
+    return str(_hub.download(name, cache_dir))
+
+
+def download_extract(name: str, folder=None) -> str:
+    """Download and unzip ``DATA_HUB[name]``; return ``base_dir/folder`` or the zip's stem."""
+    if name in DATA_HUB and not DATA_HUB[name][0].endswith(".zip"):
+        raise ValueError(
+            f"download_extract: {name!r} is {DATA_HUB[name][0]}; only .zip archives are supported"
+        )
+    data_dir = _hub.download_extract(name)
+    return str(data_dir.parent / folder) if folder else str(data_dir)
+
+
+class Timer:
+    """The book's ``Timer``: ``start``, ``stop`` (returns the lap), ``avg``, ``sum``, ``cumsum``."""
+
+    def __init__(self):
+        self.times: list[float] = []
+        self.start()
+
+    def start(self) -> None:
+        self.tik = _time.perf_counter()
+
+    def stop(self) -> float:
+        self.times.append(_time.perf_counter() - self.tik)
+        return self.times[-1]
+
+    def avg(self) -> float:
+        return sum(self.times) / len(self.times)
+
+    def sum(self) -> float:
+        return sum(self.times)
+
+    def cumsum(self) -> list[float]:
+        return list(_itertools.accumulate(self.times))
+
+
+class Accumulator:
+    """The book's ``Accumulator(n)``: ``n`` running float sums."""
+
+    def __init__(self, n: int):
+        self.data = [0.0] * n
+
+    def add(self, *args) -> None:
+        self.data = [a + float(b) for a, b in zip(self.data, args)]
+
+    def reset(self) -> None:
+        self.data = [0.0] * len(self.data)
+
+    def __getitem__(self, idx):
+        return self.data[idx]
+
+
+def sgd(params, lr, batch_size) -> None:
+    """The book's minibatch SGD: ``p -= lr * p.grad / batch_size`` under no_grad, zero grads."""
+    _lmtrain.sgd_update(params, lr)(batch_size)
+
+
+def _in_notebook() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def use_svg_display() -> None:
+    """SVG figures in a Jupyter notebook (as the book); does nothing elsewhere."""
+    if _in_notebook():
+        try:
+            from matplotlib_inline import backend_inline
+        except ImportError:
+            return
+        backend_inline.set_matplotlib_formats("svg")
+
+
+def set_figsize(figsize=(3.5, 2.5)) -> None:
+    """Default size of new figures (``plt.rcParams['figure.figsize']``)."""
+    use_svg_display()
+    plt.rcParams["figure.figsize"] = figsize
+
+
+def set_axes(axes, xlabel, ylabel, xlim, ylim, xscale, yscale, legend) -> None:
+    """The book's axis setup: labels, scales, limits, legend, grid."""
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_xscale(xscale)
+    axes.set_yscale(yscale)
+    axes.set_xlim(xlim)
+    axes.set_ylim(ylim)
+    if legend:
+        axes.legend(legend)
+    axes.grid()
+
+
+def plot(X, Y=None, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
+         xscale="linear", yscale="linear", fmts=("-", "m--", "g-.", "r:"), figsize=(3.5, 2.5),
+         axes=None):  # fmt: skip
+    """The book's ``plot``: one or more curves on ``axes`` (default: a new figure's axes).
+
+    Returns the axes. Unlike the book (which reuses ``plt.gca()``, fresh per notebook cell),
+    without ``axes`` it opens a new figure, so scripts do not draw over older plots;
+    ``d2l.plt.plot(...)`` afterwards still draws on it, as in the book.
+    """
+    legend = [] if legend is None else legend
+    set_figsize(figsize)
+    if axes is None:
+        axes = plt.figure(figsize=figsize).gca()
+
+    def has_one_axis(X):
+        return (hasattr(X, "ndim") and X.ndim == 1) or (
+            isinstance(X, list) and not hasattr(X[0], "__len__")
+        )
+
+    if has_one_axis(X):
+        X = [X]
+    if Y is None:
+        X, Y = [[]] * len(X), X
+    elif has_one_axis(Y):
+        Y = [Y]
+    if len(X) != len(Y):
+        X = X * len(Y)
+    axes.cla()
+    for x, y, fmt in zip(X, Y, fmts):
+        if len(x):
+            axes.plot(x, y, fmt)
+        else:
+            axes.plot(y, fmt)
+    set_axes(axes, xlabel, ylabel, xlim, ylim, xscale, yscale, legend)
+    return axes
+
+
+class Animator:
+    """The book's ``Animator``: ``add(x, y)`` appends points and redraws its figure.
+
+    Keeps the points in ``X``/``Y`` (one list per curve) and the figure in ``fig``. In a
+    Jupyter notebook it redisplays the figure on every ``add`` as the book does; elsewhere it
+    only draws (save it with ``fig.savefig`` or ``attnkit.viz.save_figure``).
+    """
+
+    def __init__(self, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
+                 xscale="linear", yscale="linear", fmts=("-", "m--", "g-.", "r:"), nrows=1,
+                 ncols=1, figsize=(3.5, 2.5)):  # fmt: skip
+        legend = [] if legend is None else legend
+        use_svg_display()
+        self.fig, self.axes = plt.subplots(nrows, ncols, figsize=figsize)
+        if nrows * ncols == 1:
+            self.axes = [self.axes]
+        # The curves go on the first subplot (the book's ``axes[0]``, which for a 2-D grid is
+        # a row of axes and crashes there).
+        self._ax = self.axes[0] if nrows * ncols == 1 else self.axes.flat[0]
+        self.config_axes = lambda: set_axes(
+            self._ax, xlabel, ylabel, xlim, ylim, xscale, yscale, legend
+        )
+        self.X, self.Y, self.fmts = None, None, fmts
+
+    def add(self, x, y) -> None:
+        if not hasattr(y, "__len__"):
+            y = [y]
+        n = len(y)
+        if not hasattr(x, "__len__"):
+            x = [x] * n
+        if not self.X:
+            self.X = [[] for _ in range(n)]
+        if not self.Y:
+            self.Y = [[] for _ in range(n)]
+        for i, (a, b) in enumerate(zip(x, y)):
+            if a is not None and b is not None:
+                self.X[i].append(a)
+                self.Y[i].append(b)
+        self._ax.cla()
+        for xs, ys, fmt in zip(self.X, self.Y, self.fmts):
+            self._ax.plot(xs, ys, fmt)
+        self.config_axes()
+        if _in_notebook():
+            from IPython import display
+
+            display.display(self.fig)
+            display.clear_output(wait=True)
+
+
+def show_list_len_pair_hist(legend, xlabel, ylabel, xlist, ylist):
+    """The book's histogram of list lengths (second set hatched) on a new figure.
+
+    Returns ``(counts, bins, patches)`` from ``plt.hist``; the book returns nothing.
+    """
+    set_figsize()
+    plt.figure()
+    result = plt.hist([[len(seq) for seq in xlist], [len(seq) for seq in ylist]])
+    plt.xlabel(xlabel)
+    plt.ylabel(ylabel)
+    for patch in result[2][1].patches:
+        patch.set_hatch("/")
+    plt.legend(legend)
+    return result
