@@ -74,6 +74,9 @@ class TransformerConfig:
             )
         if not isinstance(self.dropout, int | float) or not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        for name in ("pre_norm", "bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
 
 
 PRESETS: dict[str, TransformerConfig] = {

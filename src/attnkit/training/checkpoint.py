@@ -126,6 +126,11 @@ def read_checkpoint_config(directory: str | os.PathLike) -> dict[str, Any]:
         config = json.loads(cfg_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"checkpoint {cfg_path} is corrupted (not valid JSON: {e})") from None
+    if isinstance(config, dict) and config.get("format") != FORMAT and "cell" in config:
+        raise ValueError(
+            f"{directory} is a language-model checkpoint (from `attnkit lm train`); "
+            "this needs a translator checkpoint (from `attnkit translate train` or `attnkit demo`)"
+        )
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise ValueError(f"{cfg_path} is not an attnkit checkpoint (format != {FORMAT!r})")
     if config.get("version") != VERSION:
@@ -133,6 +138,15 @@ def read_checkpoint_config(directory: str | os.PathLike) -> dict[str, Any]:
             f"checkpoint {directory} has format version {config.get('version')!r}; "
             f"this attnkit reads version {VERSION}"
         )
+    files, digests = config.get("files"), config.get("sha256")
+    if not isinstance(files, dict) or "model" not in files or not isinstance(digests, dict):
+        raise ValueError(f"checkpoint {cfg_path} is corrupted (no 'files'/'sha256' entries)")
+    for key, name in files.items():
+        # plain file names inside the directory only: never a path from config.json
+        if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+            raise ValueError(f"checkpoint {cfg_path} is corrupted (bad file name {name!r})")
+        if not isinstance(digests.get(key), str):
+            raise ValueError(f"checkpoint {cfg_path} is corrupted (no sha256 for {key!r})")
     return config
 
 

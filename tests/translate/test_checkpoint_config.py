@@ -1,0 +1,58 @@
+"""config.json of a checkpoint: damaged entries and foreign checkpoints give clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from attnkit.models.transformer import TransformerConfig
+from attnkit.training.checkpoint import load_checkpoint, read_checkpoint_config, save_checkpoint
+
+
+@pytest.fixture
+def ckpt(tmp_path):
+    return save_checkpoint(tmp_path / "ck", {"step": 3}, {"w": torch.arange(4.0)})
+
+
+def _edit(ckpt, change):
+    path = ckpt / "config.json"
+    config = json.loads(path.read_text())
+    change(config)
+    path.write_text(json.dumps(config))
+
+
+def test_a_good_checkpoint_loads(ckpt):
+    loaded = load_checkpoint(ckpt)
+    assert torch.equal(loaded.model_state["w"], torch.arange(4.0))
+    assert read_checkpoint_config(ckpt)["step"] == 3
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda c: c.pop("files"), r"corrupted \(no 'files'/'sha256' entries\)"),
+        (lambda c: c.pop("sha256"), r"corrupted \(no 'files'/'sha256' entries\)"),
+        (lambda c: c["files"].update(model="../../etc/passwd"), r"bad file name '\.\./\.\./etc"),
+        (lambda c: c["files"].update(model="/etc/passwd"), r"bad file name '/etc/passwd'"),
+        (lambda c: c["files"].update(model=".."), r"bad file name '\.\.'"),
+        (lambda c: c["sha256"].pop("model"), r"no sha256 for 'model'"),
+    ],
+)
+def test_damaged_config_is_refused_before_any_file_is_read(ckpt, change, message):
+    _edit(ckpt, change)
+    with pytest.raises(ValueError, match=message):
+        load_checkpoint(ckpt)
+
+
+def test_a_language_model_checkpoint_is_named_as_such(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"cell": "gru", "num_hiddens": 8}))
+    with pytest.raises(ValueError, match=r"is a language-model checkpoint .*attnkit lm train"):
+        read_checkpoint_config(tmp_path)
+
+
+@pytest.mark.parametrize("field", ["pre_norm", "bias"])
+def test_transformer_config_flags_must_be_bools(field):
+    with pytest.raises(TypeError, match=f"{field} must be a bool, got 'no'"):
+        TransformerConfig(**{field: "no"})
