@@ -310,3 +310,136 @@ def test_cli_serves_on_localhost_with_its_flags(checkpoint):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def _post_raw(client, path: str, raw: bytes):
+    return client.post(path, content=raw, headers={"content-type": "application/json"})
+
+
+@pytest.mark.parametrize(
+    ("raw", "position"),
+    [
+        (b'{"text": "\\ud800"}', 1),
+        (b'{"text": "he \\ud800 ."}', 4),
+        (b'{"text": "he \\udc00 .", "allow_unknown": true}', 4),
+        (b'{"text": "the cat \\ud83d ."}', 9),  # a high surrogate whose pair is missing
+    ],
+)
+def test_lone_surrogate_in_text_is_422_naming_its_position(client, raw, position):
+    r = _post_raw(client, "/api/translate", raw)
+    assert r.status_code == 422, r.text
+    res = r.json()
+    assert res["field"] == "text" and "not valid Unicode" in res["detail"]
+    assert f"character {position} " in res["detail"] and "lone surrogate" in res["detail"]
+    r.content.decode("utf-8")  # the response itself is valid UTF-8
+    assert client.post("/api/translate", json={"text": "the cat ."}).status_code == 200
+
+
+def test_a_surrogate_pair_is_an_ordinary_character(client):
+    r = _post_raw(client, "/api/translate", b'{"text": "the cat \\ud83d\\ude00 ."}')
+    assert r.status_code == 422 and "\U0001f600" in r.json()["detail"]  # an unknown word
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"text": "a", "\\ud800": 1}', b'{"text": "a", "beam_size": "\\udc00"}'],
+)
+def test_lone_surrogate_elsewhere_is_4xx_never_500(client, raw):
+    r = _post_raw(client, "/api/translate", raw)
+    assert r.status_code == 422, r.text
+    assert isinstance(r.json()["detail"], str)
+    assert client.post("/api/translate", json={"text": "the cat ."}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "raw", "field", "words"),
+    [
+        ("/api/translate", b'{"text": "he is .", "beam_size": 1e309}', "beam_size", ["infinity"]),
+        ("/api/translate", b'{"text": "he is .", "beam_size": -1e999}', "beam_size", ["-inf"]),
+        ("/api/translate", b'{"text": "he is .", "beam_size": NaN}', "beam_size", ["NaN"]),
+        ("/api/nadaraya-watson", b'{"width": 1e309}', "width", ["finite number", "infinity"]),
+        ("/api/nadaraya-watson", b'{"width": -1e309}', "width", ["finite number"]),
+        ("/api/nadaraya-watson", b'{"width": NaN}', "width", ["finite number", "NaN"]),
+        ("/api/nadaraya-watson", b'{"width": Infinity}', "width", ["finite number"]),
+        ("/api/nadaraya-watson", b'{"n_train": 1e309}', "n_train", ["infinity"]),
+    ],
+)
+def test_non_finite_numbers_are_422_with_a_clear_message(client, path, raw, field, words):
+    r = _post_raw(client, path, raw)
+    assert r.status_code == 422, r.text
+    res = r.json()
+    assert res["field"] == field and "send a finite number" in res["detail"]
+    for word in words:
+        assert word in res["detail"], res["detail"]
+    assert client.post("/api/nadaraya-watson", json={"width": 0.5}).status_code == 200
+    assert client.post("/api/translate", json={"text": "the cat ."}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("text", "shown", "named"),
+    [
+        ("the\u200b cat .", "the\\u200b", ["U+200B ZERO WIDTH SPACE"]),
+        ("the \u200b cat .", "\\u200b", ["U+200B ZERO WIDTH SPACE"]),
+        ("the cat\u00ad\u0007 .", "cat\\u00ad\\u0007", ["U+00AD SOFT HYPHEN", "U+0007"]),
+        ("\ufeffthe cat .", "\\ufeffthe", ["U+FEFF ZERO WIDTH NO-BREAK SPACE"]),
+    ],
+)
+def test_invisible_characters_are_shown_escaped(client, text, shown, named):
+    r = client.post("/api/translate", json={"text": text})
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert f": {shown}" in detail and "invisible or control characters" in detail, detail
+    for name in named:
+        assert name in detail, detail
+    assert detail.isprintable()  # nothing invisible left in the message
+    ok = client.post("/api/translate", json={"text": text, "allow_unknown": True})
+    assert ok.status_code == 200 and ok.json()["text"] == text
+    assert client.post("/api/translate", json={"text": "the cat ."}).status_code == 200
+
+
+def test_visible_words_stay_as_they_are(client):
+    detail = client.post("/api/translate", json={"text": "the café ."}).json()["detail"]
+    assert detail.endswith(": café") and "invisible" not in detail
+
+
+def _lm_checkpoint(directory):
+    from attnkit.data.text import Vocab
+    from attnkit.models.rnn import build_lm
+    from attnkit.training.lm_checkpoint import MODEL_KEYS, save_lm_checkpoint
+
+    vocab = Vocab(list("the time machine"))
+    config = dict(zip(MODEL_KEYS, ("gru", 8, 1, False, False, False)))
+    model = build_lm(config["cell"], len(vocab), num_hiddens=8)
+    return save_lm_checkpoint(directory, model, vocab, {**config, "token": "char"})
+
+
+def test_language_model_checkpoint_is_named_as_such(tmp_path, capsys):
+    lm = _lm_checkpoint(tmp_path / "lm")
+    with pytest.raises(CheckpointLoadError) as info:
+        create_app(lm)
+    message = str(info.value)
+    assert "language-model checkpoint" in message and "attnkit lm train" in message
+    assert "attnkit translate train" in message and "attnkit demo" in message
+    assert "not an attnkit checkpoint" not in message
+    assert main(["serve", "--checkpoint", str(lm), "--port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "language-model checkpoint" in err and "attnkit translate train" in err
+
+
+def test_no_response_can_fail_to_encode():
+    from attnkit.serve.app import SafeJSONResponse
+
+    body = SafeJSONResponse({"\ud800": ["a\udc00b", float("inf"), -math.inf, math.nan]}).body
+    assert json.loads(body.decode("utf-8")) == {"\\ud800": ["a\\udc00b", "inf", "-inf", "nan"]}
+    assert SafeJSONResponse({"x": [1.5, "é"]}).body == '{"x":[1.5,"é"]}'.encode()
+
+
+def test_unparsable_numbers_and_http_errors_get_the_error_body(client):
+    raw = b'{"text": "the cat .", "beam_size": 1' + b"1" * 5000 + b"}"
+    r = _post_raw(client, "/api/translate", raw)
+    assert r.status_code == 400 and r.json()["field"] is None
+    assert "more than 4300 digits" in r.json()["detail"]
+    r = client.get("/api/translate")
+    assert r.status_code == 405 and r.headers["allow"] == "POST"
+    assert r.json() == {"detail": "Method Not Allowed", "field": None}
+    assert client.post("/api/translate", json={"text": "the cat ."}).status_code == 200

@@ -12,7 +12,9 @@ they load Swagger UI from a CDN; the schema itself is served.
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 from importlib import resources
 from typing import Any
 
@@ -22,8 +24,9 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from attnkit.serve.model_service import InputError, ModelService
+from attnkit.serve.model_service import InputError, ModelService, escape_unencodable
 from attnkit.serve.nw import MAX_WIDTH, MIN_WIDTH, nadaraya_watson
 
 __all__ = ["create_app", "create_app_for_service"]
@@ -84,7 +87,9 @@ class InfoResponse(BaseModel):
 
 class NWRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    width: float = Field(1.0, ge=MIN_WIDTH, le=MAX_WIDTH, description="Kernel width 1 / w.")
+    width: float = Field(
+        1.0, ge=MIN_WIDTH, le=MAX_WIDTH, allow_inf_nan=False, description="Kernel width 1 / w."
+    )
     n_train: StrictInt = Field(50, ge=2, le=200, description="Training points.")
     seed: StrictInt = Field(0, ge=0, le=2**31 - 1)
 
@@ -105,6 +110,50 @@ class ErrorResponse(BaseModel):
     field: str | None = None
 
 
+def _json_safe(obj: Any) -> Any:
+    """``obj`` with what JSON cannot carry made readable: lone surrogates in strings (keys
+    included) as ``\\udxxx`` text, non-finite floats as the strings ``inf``, ``-inf``, ``nan``."""
+    if isinstance(obj, str):
+        return escape_unencodable(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return repr(obj)
+    if isinstance(obj, dict):
+        return {_json_safe(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+class SafeJSONResponse(JSONResponse):
+    """A ``JSONResponse`` that never fails to encode: when the content holds a lone
+    surrogate or a non-finite float (``UnicodeEncodeError``, ``ValueError``), it is
+    rendered again through ``_json_safe``. Valid content is rendered unchanged."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except ValueError:  # UnicodeEncodeError is a ValueError too
+            return super().render(_json_safe(content))
+
+
+def _error(status: int, detail: str, field: str | None, **extra: Any) -> JSONResponse:
+    body = {"detail": detail, "field": field, **extra}
+    return SafeJSONResponse(_json_safe(body), status_code=status)
+
+
+def _non_finite(value: Any) -> str | None:
+    """A note for a non-finite number in a request (JSON 1e309 parses as infinity)."""
+    if not isinstance(value, float) or math.isfinite(value):
+        return None
+    if math.isnan(value):
+        return "got NaN; send a finite number"
+    sign = "-" if value < 0 else ""
+    return (
+        f"got {sign}infinity: numbers beyond about {sign}1.8e308 (such as {sign}1e309) "
+        "overflow to infinity; send a finite number"
+    )
+
+
 def _load_static() -> dict[str, bytes]:
     root = resources.files("attnkit.serve") / "static"
     return {name: (root / name).read_bytes() for name in STATIC_FILES}
@@ -117,13 +166,22 @@ def _describe(errors: list[dict]) -> str:
         if not loc and err.get("type") == "missing":
             parts.append("the request body is missing: send a JSON object (see /openapi.json)")
             continue
+        msg = err.get("msg", "invalid")
+        if err.get("type") == "string_unicode":  # e.g. a key "\\ud800" with no pair
+            loc = loc or "body"
+            msg = (
+                "not valid Unicode: it contains a lone surrogate (a JSON \\ud800-\\udfff "
+                "escape without its pair), which cannot be encoded as UTF-8"
+            )
         if not loc:  # the body itself is not an object
             loc = "body (a JSON object is expected)"
-        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+        note = _non_finite(err.get("input"))
+        parts.append(f"{loc}: {msg} ({note})" if note else f"{loc}: {msg}")
     return "; ".join(parts)
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    # each error's "input" and "ctx" are echoed, made JSON-safe (inf, lone surrogates)
     errors = jsonable_encoder(exc.errors())
     bad_json = [e for e in errors if e.get("type") == "json_invalid"]
     if bad_json:
@@ -131,7 +189,7 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
         where = err.get("loc", ())[-1:] or ("?",)
         msg = err.get("ctx", {}).get("error", err.get("msg", "invalid"))
         detail = f"the request body is not valid JSON: {msg} at character {where[0]}"
-        return JSONResponse({"detail": detail, "field": None, "errors": errors}, status_code=400)
+        return _error(400, detail, None, errors=errors)
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     not_an_object = any(
         tuple(e.get("loc", ())) == ("body",) and e.get("type") != "missing" for e in errors
@@ -141,13 +199,28 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
             "the request body must be JSON sent with Content-Type: application/json "
             f"(got {ctype or 'no Content-Type'})"
         )
-        return JSONResponse({"detail": detail, "field": None, "errors": errors}, status_code=415)
+        return _error(415, detail, None, errors=errors)
     detail = _describe(errors)
     fields = [str(e["loc"][-1]) for e in errors if e.get("loc") and len(e["loc"]) > 1]
-    return JSONResponse(
-        {"detail": detail, "field": fields[0] if fields else None, "errors": errors},
-        status_code=422,
-    )
+    return _error(422, detail, fields[0] if fields else None, errors=errors)
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    """HTTP errors (404, 405, a body FastAPI could not parse) as ``{"detail", "field"}``."""
+    detail = str(exc.detail)
+    if exc.status_code == 400 and detail == "There was an error parsing the body":
+        cause = exc.__cause__
+        if isinstance(cause, ValueError) and "digits" in str(cause):  # int('1' * 5000)
+            detail = (
+                "the request body could not be parsed: a number in it has more than "
+                f"{sys.get_int_max_str_digits()} digits"
+            )
+        else:
+            detail = "the request body could not be parsed as JSON"
+    response = _error(exc.status_code, detail, None)
+    for name, value in (exc.headers or {}).items():
+        response.headers[name] = value
+    return response
 
 
 def create_app_for_service(service: ModelService) -> FastAPI:
@@ -159,9 +232,11 @@ def create_app_for_service(service: ModelService) -> FastAPI:
         version="1",
         docs_url=None,  # Swagger UI and ReDoc load from a CDN; /openapi.json is enough
         redoc_url=None,
+        default_response_class=SafeJSONResponse,  # no response can fail to encode
     )
     app.state.service = service
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     errors = {code: {"model": ErrorResponse} for code in (400, 415, 422)}
 
     @app.post("/api/translate", response_model=TranslateResponse, responses=errors)
@@ -172,7 +247,7 @@ def create_app_for_service(service: ModelService) -> FastAPI:
                 service.translate, req.text, req.beam_size, req.allow_unknown
             )
         except InputError as e:
-            return JSONResponse({"detail": str(e), "field": e.field}, status_code=422)
+            return _error(422, str(e), e.field)
         return {
             **result.maps,
             "text": req.text,

@@ -10,10 +10,13 @@ while the model runs.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -23,7 +26,56 @@ from attnkit.attention_maps import attention_maps
 from attnkit.beam_search import BeamSearch
 from attnkit.data.translation import TranslationData, preprocess_nmt
 
-__all__ = ["CheckpointLoadError", "InputError", "ModelService", "Translation"]
+__all__ = [
+    "CheckpointLoadError",
+    "InputError",
+    "ModelService",
+    "Translation",
+    "escape_unencodable",
+    "visible",
+]
+
+
+def _escape_char(c: str) -> str:
+    n = ord(c)
+    return f"\\u{n:04x}" if n <= 0xFFFF else f"\\U{n:08x}"
+
+
+def escape_unencodable(s: str) -> str:
+    """``s`` with every lone surrogate (which UTF-8 cannot encode) as a ``\\udxxx`` escape."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(_escape_char(c) if 0xD800 <= ord(c) <= 0xDFFF else c for c in s)
+    return s
+
+
+def visible(word: str) -> str:
+    """``word`` as it can be read: invisible, control and format characters as escapes.
+
+    ``"cat\\u200b"`` (a zero-width space after ``cat``) is shown as
+    ``cat\\u200b``; printable characters (``é``, ``ß``, CJK ...) are kept as they are.
+    """
+    if word.isprintable():
+        return word
+    return "".join(c if c.isprintable() else _escape_char(c) for c in word)
+
+
+def _char_name(c: str) -> str:
+    name = unicodedata.name(c, "") or f"a {unicodedata.category(c)} character"
+    return f"U+{ord(c):04X} {name}"
+
+
+def _is_lm_checkpoint(directory: str | os.PathLike) -> bool:
+    """True when ``directory`` holds an ``attnkit lm train`` checkpoint (not a translator)."""
+    try:
+        path = Path(directory) / "config.json"
+        if path.stat().st_size > 1_000_000:
+            return False
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and "format" not in config and "cell" in config
 
 
 class CheckpointLoadError(RuntimeError):
@@ -92,6 +144,13 @@ class ModelService:
             model, cfg = load_model(directory, device=device)
             data = TranslationData.from_dict(cfg["data"])
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
+            if _is_lm_checkpoint(directory):
+                raise CheckpointLoadError(
+                    f"cannot load checkpoint {directory}: it is a language-model checkpoint "
+                    "(written by `attnkit lm train`); attnkit serve needs a translator "
+                    "checkpoint, written by `attnkit translate train --out DIR` or "
+                    "`attnkit demo`"
+                ) from e
             reason = e.args[0] if isinstance(e, KeyError) and e.args else e
             raise CheckpointLoadError(f"cannot load checkpoint {directory}: {reason}") from e
         return cls(model, data, str(cfg["arch"]), model_config=cfg.get("model_config"), **limits)
@@ -115,6 +174,15 @@ class ModelService:
 
     def check(self, text: str, beam_size: int, allow_unknown: bool) -> list[str]:
         """Validate a request; return its unknown words (raise ``InputError`` if refused)."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate, e.g. JSON "\ud800" with no pair
+            raise InputError(
+                "text",
+                f"text is not valid Unicode: character {e.start + 1} (counting from 1) is a "
+                f"lone surrogate (U+{ord(text[e.start]):04X}), which cannot be encoded as UTF-8; "
+                "a JSON \\ud800-\\udbff escape must be followed by a \\udc00-\\udfff one",
+            ) from None
         if len(text) > self.max_chars:
             raise InputError(
                 "text",
@@ -135,10 +203,17 @@ class ModelService:
             )
         unknown = list(dict.fromkeys(w for w in words if w not in self.data.src_vocab))
         if unknown and not allow_unknown:
+            hidden = dict.fromkeys(c for w in unknown for c in w if not c.isprintable())
+            note = ""
+            if hidden:
+                note = (
+                    "; the text contains invisible or control characters, shown above as "
+                    f"\\u escapes: {', '.join(_char_name(c) for c in hidden)}"
+                )
             raise InputError(
                 "text",
                 f"unknown words (not in the model's {len(self.data.src_vocab)}-word English "
-                f"vocabulary): {', '.join(unknown)}",
+                f"vocabulary): {', '.join(visible(w) for w in unknown)}{note}",
             )
         return unknown
 

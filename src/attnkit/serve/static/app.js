@@ -151,13 +151,18 @@ function drawMaps() {
   }
 }
 
+// invisible, control and format characters (a zero-width space ...) as \u escapes
+function visible(word) {
+  return word.replace(/\p{C}/gu, (c) => `\\u${c.codePointAt(0).toString(16).padStart(4, "0")}`);
+}
+
 function showResult(res) {
   state.result = res;
   $("translation").textContent = res.translation || "(empty translation)";
   const how = res.beam_size > 1 ? `beam search, size ${res.beam_size}` : "greedy decoding";
   const extra = [];
   if (!res.finished) extra.push("stopped at the length limit");
-  if (res.unknown_words.length) extra.push(`unknown: ${res.unknown_words.join(", ")}`);
+  if (res.unknown_words.length) extra.push(`unknown: ${res.unknown_words.map(visible).join(", ")}`);
   $("timing").textContent = `${how} · ${(res.seconds * 1000).toFixed(1)} ms` +
     (extra.length ? ` · ${extra.join(" · ")}` : "");
   const ref = res.encoder_self || res.cross;
