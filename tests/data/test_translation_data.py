@@ -142,23 +142,79 @@ def test_download_offline_error_suggests_data_file(monkeypatch):
 # ------------------------------------------------------------------ splits
 
 
-@settings(max_examples=50, deadline=None)
+def _sentences(pairs, part):
+    return {tuple(pairs[i][0]) for i in part}, {tuple(pairs[i][1]) for i in part}
+
+
+@settings(max_examples=80, deadline=None)
 @given(
-    sources=st.lists(st.integers(0, 30), min_size=1, max_size=120),
+    links=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), min_size=1, max_size=120),
     val=st.floats(0, 0.45),
     test=st.floats(0, 0.45),
     seed=st.integers(0, 5),
 )
-def test_splits_never_share_a_source(sources, val, test, seed):
-    pairs = [([f"w{s}"], [f"t{i}"]) for i, s in enumerate(sources)]
+def test_splits_never_share_a_source_or_a_target(links, val, test, seed):
+    # few distinct sentences on each side: many pairs share a source, a target or both
+    pairs = [([f"w{s}"], [f"t{t}"]) for s, t in links]
     tr, va, te = split_by_source(pairs, val, test, seed)
     assert sorted(tr + va + te) == list(range(len(pairs)))
-    seen = [{pairs[i][0][0] for i in part} for part in (tr, va, te)]
-    assert not (seen[0] & seen[1]) and not (seen[0] & seen[2]) and not (seen[1] & seen[2])
+    assert all(part == sorted(part) for part in (tr, va, te))  # corpus order
+    for a, b in ((tr, va), (tr, te), (va, te)):
+        (src_a, tgt_a), (src_b, tgt_b) = _sentences(pairs, a), _sentences(pairs, b)
+        assert not src_a & src_b, "a source sentence is in two splits"
+        assert not tgt_a & tgt_b, "a target sentence is in two splits"
     assert (tr, va, te) == split_by_source(pairs, val, test, seed)
-    groups = len(set(sources))
-    assert len(seen[2]) == round(test * groups)
-    assert len(seen[1]) == round(val * groups)
+    # sizes are off their targets by at most half the largest group of linked pairs
+    biggest = max(len(g) for g in _components(pairs))
+    assert abs(len(te) - round(test * len(pairs))) <= biggest / 2
+    if tr:
+        assert abs(len(va) - round(val * len(pairs))) <= biggest / 2
+
+
+def _components(pairs):
+    """Reference grouping: connected components of the source-target graph, by search."""
+    todo, groups = set(range(len(pairs))), []
+    while todo:
+        stack, group = [todo.pop()], set()
+        while stack:
+            i = stack.pop()
+            group.add(i)
+            linked = {j for j in todo if pairs[j][0] == pairs[i][0] or pairs[j][1] == pairs[i][1]}
+            todo -= linked
+            stack.extend(linked)
+        groups.append(group)
+    return groups
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 200),
+    val=st.floats(0, 0.45),
+    test=st.floats(0, 0.45),
+    seed=st.integers(0, 5),
+)
+def test_splits_of_distinct_pairs_have_the_rounded_sizes(n, val, test, seed):
+    pairs = [([f"w{i}"], [f"t{i}"]) for i in range(n)]  # every group is one pair
+    tr, va, te = split_by_source(pairs, val, test, seed)
+    assert (len(te), len(va)) == (round(test * n), round(val * n))
+    assert len(tr) == n - len(te) - len(va)
+
+
+def test_two_sources_sharing_one_target_stay_together():
+    # Tatoeba: "go ." and "go !" both translate to "va !"; "go !" also to "bouge !"
+    linked = [(["go", "."], ["va", "!"]), (["go", "!"], ["va", "!"]), (["go", "!"], ["bouge", "!"])]
+    others = [([f"w{i}", "."], [f"m{i}", "."]) for i in range(40)]
+    homes = set()
+    for seed in range(20):
+        for at in (0, 20, 40):
+            pairs = others[:at] + linked + others[at:]
+            parts = split_by_source(pairs, 0.2, 0.2, seed)
+            where = {k for k, part in enumerate(parts) for i in part if pairs[i] in linked}
+            assert len(where) == 1  # the three pairs share one split
+            homes |= where
+            # 43 pairs -> targets of round(8.6) = 9; one group of 3 is off by <= 1.5
+            assert all(abs(len(part) - 9) <= 1 for part in parts[1:])
+    assert homes == {0, 1, 2}  # the group is not pinned to train
 
 
 def test_split_arguments_are_validated():
@@ -334,6 +390,37 @@ def test_max_len_drops_long_pairs(tmp_path):
         load_translation_data(path, max_len=2)
 
 
+def test_empty_requested_split_is_an_error_not_nan(tmp_path):
+    one = tmp_path / "one.txt"
+    one.write_text("Go.\tVa !\n", encoding="utf-8")
+    with pytest.raises(
+        ValueError,
+        match=r"the validation and test splits of .*one\.txt would be empty: 1 usable pair "
+        r"split 1 / 0 / 0 \(train / val / test\) with val_fraction=0\.05, "
+        r"test_fraction=0\.05; use more data, or val_fraction=0 \(--val-fraction 0\) / "
+        r"test_fraction=0 \(--test-fraction 0\)",
+    ):
+        load_translation_data(one)
+    with pytest.raises(ValueError, match=r"the validation split .* with val_fraction=0\.05; "):
+        load_translation_data(one, test_fraction=0.0)
+    with pytest.raises(ValueError, match=r"the test split .* with test_fraction=0\.1; "):
+        load_translation_data(one, val_fraction=0.0, test_fraction=0.1)
+    # fractions 0: no validation/test split asked for, none made (as the benchmarks do)
+    data = load_translation_data(one, val_fraction=0.0, test_fraction=0.0, min_freq=1)
+    assert (len(data.train), len(data.val), len(data.test)) == (1, 0, 0)
+    # pairs dropped by max_len are named in the message
+    two = tmp_path / "two.txt"
+    two.write_text("Go.\tVa !\na b c d e f\tg .\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"1 usable pair, after dropping 1 longer than max_len"):
+        load_translation_data(two, max_len=4)
+
+
+def test_generated_splits_with_fractions_zero():
+    data = load_translation_data(num_pairs=50, val_fraction=0.0, test_fraction=0.0)
+    assert (len(data.train), len(data.val), len(data.test)) == (50, 0, 0)
+    assert data.batches("val", 100) == []
+
+
 def test_encode_source():
     data = generated()
     src, src_len = data.encode_source(["The red car is big.", "I like zebras!"])
@@ -384,8 +471,11 @@ def test_real_file_splits(fra_file):
     assert total == 5000 and data.num_malformed == 0
     assert data.src_vocab.idx_to_token[:4] == ["<unk>", "<pad>", "<bos>", "<eos>"]
     assert ["va", "!"] in [t for s, t in data.train + data.val + data.test if s == ["go", "."]]
-    train_src = {tuple(s) for s, _ in data.train}
-    assert not train_src & {tuple(s) for s, _ in data.val + data.test}
+    # fractions of pairs; the groups of linked pairs are small enough to hit them exactly
+    assert (len(data.train), len(data.val), len(data.test)) == (4500, 250, 250)
+    for side in (0, 1):  # no source and no target sentence in two splits
+        seen = [{tuple(p[side]) for p in data.split(n)} for n in ("train", "val", "test")]
+        assert not (seen[0] & seen[1] or seen[0] & seen[2] or seen[1] & seen[2])
 
 
 @settings(max_examples=100, deadline=None)

@@ -147,6 +147,16 @@ def test_iterator_errors_name_the_argument():
         lm.LMDataLoader(list(range(100)), 2, 5, rank=2, world_size=2)
 
 
+@pytest.mark.parametrize("corpus", [[], (), torch.tensor([], dtype=torch.long)])
+def test_empty_corpus_says_empty_not_float(corpus):
+    # torch.tensor([]) is float32: the emptiness check comes before the dtype check
+    for make in (lm.seq_data_iter_random, lm.seq_data_iter_sequential):
+        with pytest.raises(ValueError, match=r"^corpus is empty \(got \w+ of shape \(0,\)\)"):
+            list(make(corpus, 2, 5))
+    with pytest.raises(ValueError, match="corpus is empty"):
+        lm.LMDataLoader(corpus, 2, 5)
+
+
 def test_missing_data_file(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"nope\.txt' does not exist"):
         lm.read_corpus_lines(tmp_path / "nope.txt")

@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from attnkit.data.translation import TranslationData
 from attnkit.training import checkpoint as ckpt
 from attnkit.training.checkpoint import load_checkpoint, load_model, read_checkpoint_config
 from attnkit.training.trainer import TrainConfig, Trainer, lr_at
@@ -75,6 +76,34 @@ def test_training_lowers_the_loss_and_writes_a_checkpoint(tiny_data, tiny_model,
     for k, v in trainer.model.state_dict().items():
         assert torch.equal(model.state_dict()[k], v)
     assert len(list(tmp_path.glob("model-*.pt"))) == 1  # old files cleaned up
+
+
+def test_no_validation_split_skips_validation(tiny_data, tiny_model, tmp_path, capsys, monkeypatch):
+    # val_fraction=0: the trainer must not score an empty split (that printed "val loss nan")
+    data = TranslationData(
+        tiny_data.src_vocab, tiny_data.tgt_vocab, tiny_data.train[:60], [], [], tiny_data.max_len
+    )
+    trainer = Trainer(
+        tiny_model("bahdanau"),
+        data,
+        TrainConfig(epochs=2, lr=0.01, batch_tokens=512, progress=False, out_dir=str(tmp_path)),
+        arch="bahdanau",
+        model_config=CFG,
+    )
+
+    def no_evaluate(*args, **kwargs):
+        raise AssertionError("evaluate() called without a validation split")
+
+    monkeypatch.setattr(trainer, "evaluate", no_evaluate)
+    history = trainer.fit()
+    out = capsys.readouterr().out
+    assert "epoch 2/2: train loss " in out and "no validation split" in out
+    assert "nan" not in out
+    assert history["epoch"] == [1, 2] and all(math.isfinite(x) for x in history["train_loss"])
+    # one entry per epoch in every column (plots and the CLI index them), NaN for val
+    assert all(math.isnan(x) for x in history["val_loss"] + history["val_bleu"])
+    assert read_checkpoint_config(tmp_path)["epoch"] == 2
+    assert (tmp_path / "curves.png").exists()
 
 
 def test_resume_is_exact(tiny_data, tiny_model, tmp_path):

@@ -189,6 +189,11 @@ def check_corpus_length(num_tokens: int, batch_size: int, num_steps: int) -> Non
 
 def _as_corpus_tensor(corpus) -> Tensor:
     t = torch.as_tensor(corpus)
+    if t.numel() == 0:  # before the dtype check: torch.tensor([]) is float32
+        raise ValueError(
+            f"corpus is empty (got {type(corpus).__name__} of shape {tuple(t.shape)}); "
+            "expected a flat sequence of token indices"
+        )
     if t.dim() != 1 or t.is_floating_point() or t.dtype == torch.bool:
         raise TypeError(
             f"corpus must be a flat sequence of token indices, got dtype {t.dtype} "

@@ -12,9 +12,10 @@ THE INTERFACE (shared by the models, the trainer and the CLI):
 Pipeline: text (the generated corpus of :mod:`attnkit.data.synthetic_fr`, a
 ``fra.txt``-format file, or the hub download) -> the book's ``preprocess_nmt`` ->
 pairs (malformed lines skipped and reported) -> pairs longer than ``max_len`` dropped
--> splits that never share a source sentence -> vocabularies from the training split
-(``<unk>=0, <pad>=1, <bos>=2, <eos>=3``) -> length-bucketed batches under a budget of
-padded source + target tokens, shuffled per ``(seed, epoch)``, sharded over ranks.
+-> splits that never share a sentence (source or target) -> vocabularies from the
+training split (``<unk>=0, <pad>=1, <bos>=2, <eos>=3``) -> length-bucketed batches under
+a budget of padded source + target tokens, shuffled per ``(seed, epoch)``, sharded over
+ranks.
 
 The book's own functions (``preprocess_nmt``, ``tokenize_nmt`` with its off-by-one,
 ``truncate_pad``, ``build_array_nmt``) are here too, unchanged in behaviour.
@@ -226,12 +227,18 @@ def split_by_source(
     test_fraction: float,
     seed: int = 0,
 ) -> tuple[list[int], list[int], list[int]]:
-    """Indices of train/val/test pairs such that no source sentence is in two splits.
+    """Indices of train/val/test pairs such that no sentence, source or target, is in two splits.
 
-    Pairs are grouped by source sentence; the groups are shuffled under ``seed`` and
-    the first ``round(test_fraction * groups)`` go to test, the next
-    ``round(val_fraction * groups)`` to validation, the rest to train. Within a split,
-    indices keep corpus order.
+    Pairs that share a source sentence *or* a target sentence are grouped (transitively,
+    with a union-find over both sides: ``go .``/``go !`` -> ``va !`` is one group), and
+    whole groups go to one split. The groups, in order of first occurrence, are shuffled
+    under ``seed``; then each group in turn goes to test if that brings the test split
+    closer to ``round(test_fraction * len(pairs))`` pairs, else to validation if that
+    brings it closer to ``round(val_fraction * len(pairs))`` pairs, else to train. So
+    the test split misses its target by at most half the largest group (validation too,
+    unless train is left empty), and when every group is a single pair (the generated
+    corpus) the sizes are exactly the rounded targets, as before. Within a split, indices keep corpus order. (The name is historical: the
+    splits never share a target sentence either.)
     """
     _check_fraction("val_fraction", val_fraction)
     _check_fraction("test_fraction", test_fraction)
@@ -239,20 +246,56 @@ def split_by_source(
         raise ValueError(
             f"val_fraction + test_fraction must be < 1, got {val_fraction} + {test_fraction}"
         )
-    groups: dict[tuple[str, ...], list[int]] = {}
-    for i, (src, _) in enumerate(pairs):
-        groups.setdefault(tuple(src), []).append(i)
-    keys = list(groups)
-    random.Random(f"attnkit-split:{seed}").shuffle(keys)
-    n_test = round(test_fraction * len(keys))
-    n_val = round(val_fraction * len(keys))
-    which = {}
-    for k, key in enumerate(keys):
-        which[key] = 2 if k < n_test else 1 if k < n_test + n_val else 0
+    groups = _sentence_groups(pairs)
+    random.Random(f"attnkit-split:{seed}").shuffle(groups)
+    n_test = round(test_fraction * len(pairs))
+    n_val = round(val_fraction * len(pairs))
+    which = [0] * len(pairs)
+    sizes = [0, 0, 0]  # train, val, test pairs so far
+    for group in groups:
+        # a group joins a split when that moves the split's size strictly closer to its
+        # target: |size + len - target| < |size - target|  <=>  2 * size + len < 2 * target
+        if 2 * sizes[2] + len(group) < 2 * n_test:
+            part = 2
+        elif 2 * sizes[1] + len(group) < 2 * n_val:
+            part = 1
+        else:
+            part = 0
+        sizes[part] += len(group)
+        for i in group:
+            which[i] = part
     out: tuple[list[int], list[int], list[int]] = ([], [], [])
-    for i, (src, _) in enumerate(pairs):
-        out[which[tuple(src)]].append(i)
+    for i, part in enumerate(which):
+        out[part].append(i)
     return out
+
+
+def _sentence_groups(pairs: Sequence[tuple[list[str], list[str]]]) -> list[list[int]]:
+    """Pair indices grouped by shared source or target sentences (connected components).
+
+    Groups come in order of their first pair, each group's indices in corpus order.
+    """
+    parent = list(range(len(pairs)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]  # path halving
+            i = parent[i]
+        return i
+
+    first_src: dict[tuple[str, ...], int] = {}
+    first_tgt: dict[tuple[str, ...], int] = {}
+    for i, (src, tgt) in enumerate(pairs):
+        for first, sentence in ((first_src, tuple(src)), (first_tgt, tuple(tgt))):
+            j = first.setdefault(sentence, i)
+            if j != i:
+                a, b = find(i), find(j)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)  # the root is the group's first pair
+    groups: dict[int, list[int]] = {}
+    for i in range(len(pairs)):
+        groups.setdefault(find(i), []).append(i)
+    return list(groups.values())
 
 
 def _check_fraction(name: str, value: float) -> None:
@@ -526,8 +569,13 @@ def load_translation_data(
     preprocessing (malformed lines are skipped with a warning, see :func:`read_pairs`).
     ``num_examples`` keeps the first pairs only. Pairs with more than ``max_len`` tokens
     with ``<eos>`` on either side are dropped (``num_dropped``). Splits never share a
-    source sentence (:func:`split_by_source`). The vocabularies (``min_freq``, reserved
-    ``<pad>, <bos>, <eos>``) are built from the training split only.
+    source or a target sentence (:func:`split_by_source`). The vocabularies
+    (``min_freq``, reserved ``<pad>, <bos>, <eos>``) are built from the training split only.
+
+    Raises:
+        ValueError: bad arguments, no usable pair, an empty training split, or an empty
+            validation (test) split although ``val_fraction`` (``test_fraction``) is > 0
+            (too little data: use more, or pass ``val_fraction=0`` / ``test_fraction=0``).
     """
     if num_examples is not None and (not isinstance(num_examples, int) or num_examples <= 0):
         raise ValueError(f"num_examples must be None or a positive int, got {num_examples!r}")
@@ -570,6 +618,7 @@ def load_translation_data(
     train = [kept[i] for i in tr]
     if not train:
         raise ValueError(f"the training split of {source} is empty ({len(kept)} pairs)")
+    _check_not_empty(source, len(kept), dropped, len(tr), (va, val_fraction), (te, test_fraction))
     reserved = list(BOOK_RESERVED_TOKENS)
     src_vocab = Vocab([s for s, _ in train], min_freq=min_freq, reserved_tokens=reserved)
     tgt_vocab = Vocab([t for _, t in train], min_freq=min_freq, reserved_tokens=reserved)
@@ -583,4 +632,35 @@ def load_translation_data(
         num_dropped=dropped,
         num_malformed=malformed,
         source=source,
+    )
+
+
+def _check_not_empty(
+    source: str,
+    usable: int,
+    dropped: int,
+    train: int,
+    val: tuple[list[int], float],
+    test: tuple[list[int], float],
+) -> None:
+    """Raise if a split asked for (fraction > 0) came out empty (its metrics would be NaN)."""
+    empty = [
+        (name, flag, fraction)
+        for name, flag, (part, fraction) in (
+            ("validation", "val", val),
+            ("test", "test", test),
+        )
+        if fraction > 0 and not part
+    ]
+    if not empty:
+        return
+    names = " and ".join(name for name, _, _ in empty)
+    fractions = ", ".join(f"{flag}_fraction={fraction}" for _, flag, fraction in empty)
+    zero = " / ".join(f"{flag}_fraction=0 (--{flag}-fraction 0)" for _, flag, _ in empty)
+    longer = f", after dropping {dropped} longer than max_len" if dropped else ""
+    raise ValueError(
+        f"the {names} split{'s' if len(empty) > 1 else ''} of {source} would be empty: "
+        f"{usable} usable pair{'s' if usable != 1 else ''}{longer} "
+        f"split {train} / {len(val[0])} / {len(test[0])} (train / val / test) with {fractions}; "
+        f"use more data, or {zero} to train without {'them' if len(empty) > 1 else 'it'}"
     )

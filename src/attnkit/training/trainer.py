@@ -313,7 +313,12 @@ class Trainer:
         return float(totals[0] / totals[1].clamp(min=1)), float(totals[1]) / max(seconds, 1e-9)
 
     def fit(self) -> dict[str, list[float]]:
-        """Train until ``config.epochs`` epochs are done (continuing after ``resume``)."""
+        """Train until ``config.epochs`` epochs are done (continuing after ``resume``).
+
+        Without a validation split (``data.val`` empty, e.g. ``val_fraction=0``) validation
+        is skipped: the epoch line says "no validation split" and the history's
+        ``val_loss``/``val_bleu`` entries are NaN (one per evaluated epoch, as usual).
+        """
         cfg = self.config
         if self.step == 0 and self.epoch == 0:
             torch.manual_seed(cfg.seed)
@@ -322,7 +327,13 @@ class Trainer:
             last = self.epoch == cfg.epochs
             if self.epoch % cfg.eval_every and not last:
                 continue
-            metrics = self.evaluate("val", max_sentences=cfg.bleu_sentences)
+            # no validation split (val_fraction=0): skip validation; the history keeps
+            # NaN in its val columns so that every column has one entry per epoch
+            has_val = len(self.data.val) > 0
+            if has_val:
+                metrics = self.evaluate("val", max_sentences=cfg.bleu_sentences)
+            else:
+                metrics = {"loss": math.nan, "bleu": math.nan}
             h = self.history
             h["epoch"].append(self.epoch)
             h["train_loss"].append(train_loss)
@@ -330,10 +341,14 @@ class Trainer:
             h["val_bleu"].append(metrics["bleu"])
             h["tokens_per_s"].append(tok_s)
             if self.is_main:
+                val = (
+                    f"val loss {metrics['loss']:.3f}, val BLEU {metrics['bleu']:.1f}, "
+                    if has_val
+                    else "no validation split, "
+                )
                 msg = (
                     f"epoch {self.epoch}/{cfg.epochs}: train loss {train_loss:.3f}, "
-                    f"val loss {metrics['loss']:.3f}, val BLEU {metrics['bleu']:.1f}, "
-                    f"{tok_s:,.0f} tokens/s"
+                    f"{val}{tok_s:,.0f} tokens/s"
                 )
                 if cfg.progress:
                     tqdm.write(msg)
