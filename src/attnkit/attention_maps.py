@@ -137,7 +137,7 @@ def plot_attention_maps(
     panels: list[tuple[str, Tensor, list[str], list[str]]] = []
     for name, w, xt, yt in kinds:
         L, H = w.shape[:2]
-        if all_heads:
+        if all_heads and (L, H) != (1, 1):  # a single map (Bahdanau) is titled as without
             for layer in range(L):
                 for h in range(H):
                     panels.append((f"{name}\nlayer {layer + 1} head {h + 1}", w[layer, h], xt, yt))
@@ -145,6 +145,7 @@ def plot_attention_maps(
             title = name if (L, H) == (1, 1) else f"{name}\nlayer {L}, mean of {H} heads"
             panels.append((title, w[-1].mean(0), xt, yt))
     cols = max(w.shape[1] for _, w, _, _ in kinds) if all_heads else len(panels)
+    cols = min(cols, len(panels))
     rows = -(-len(panels) // cols)
     cell = 0.32
     width = max(3.0, cell * max(len(p[2]) for p in panels) + 1.5)

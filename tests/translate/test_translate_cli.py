@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import pytest
@@ -51,8 +52,46 @@ def test_run_prints_translations_and_heatmap(trained, tmp_path, capsys):
     out = capsys.readouterr()
     assert len(out.out.strip().splitlines()) == 1
     assert png.stat().st_size > 1000
-    assert main(["translate", "run", "--checkpoint", str(trained), "zyzzyva are sad ."]) == 0
-    assert "unknown words mapped to <unk>: zyzzyva" in capsys.readouterr().err
+
+
+def test_run_refuses_unknown_words_unless_allowed(trained, tmp_path, capsys):
+    argv = ["translate", "run", "--checkpoint", str(trained), "zyzzyva are sad .", "qux ."]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "unknown words" in err and "zyzzyva, qux" in err and "--allow-unknown" in err
+    png = tmp_path / "unk.png"
+    assert main([*argv, "--allow-unknown", "--heatmap", str(png)]) == 0
+    out = capsys.readouterr()
+    assert len(out.out.splitlines()) == 2
+    assert "unknown words translated as <unk>: zyzzyva, qux" in out.err
+    assert (tmp_path / "unk-0.png").is_file() and (tmp_path / "unk-1.png").is_file()
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """(maps, panel titles) of every plot_attention_maps call the CLI makes."""
+    module = importlib.import_module("attnkit.attention_maps")  # attnkit.attention_maps is
+    plot = module.plot_attention_maps  # also the name of a function in attnkit
+    calls = []
+
+    def spy(maps, path, all_heads=False):
+        calls.append((maps, plot(maps, path, all_heads=all_heads)))
+        return calls[-1][1]
+
+    monkeypatch.setattr(module, "plot_attention_maps", spy)
+    return calls
+
+
+def test_bahdanau_heatmap_draws_its_alignment_with_unk_labels(trained, tmp_path, drawn):
+    png = tmp_path / "align.svg"
+    for extra in ([], ["--beam", "2"], ["--all-heads"]):
+        argv = ["translate", "run", "--checkpoint", str(trained), "zyzzyva are sad ."]
+        assert main([*argv, "--allow-unknown", "--heatmap", str(png), *extra]) == 0
+        maps, panels = drawn[-1]
+        assert panels == ["encoder-decoder attention"]
+        assert maps.encoder_self is None and maps.decoder_self is None
+        assert maps.source == ["<unk>", "are", "sad", ".", "<eos>"]
+        assert png.is_file()
 
 
 def test_eval_reports_bleu_and_chrf(trained, capsys):
@@ -67,6 +106,14 @@ def test_eval_reports_bleu_and_chrf(trained, capsys):
     [
         (["run", "--checkpoint", "{ck}", ""], "cannot translate an empty sentence"),
         (["run", "--checkpoint", "{ck}", "a " * 30], "more than max_len=12"),
+        (["run", "--checkpoint", "{ck}", "abc " * 25], ("abc " * 15).strip() + "…' has 25 tokens"),
+        (["run", "--checkpoint", "{ck}", "hi .", "--heatmap", "{tmp}/no/x.png"], "does not exist"),
+        (["run", "--checkpoint", "{ck}", "hi .", "--heatmap", "{tmp}/x.docx"], "'.docx'; use an"),
+        (["run", "--checkpoint", "{ck}", "hi .", "--heatmap", "{tmp}/x"], "no extension"),
+        (["run", "--checkpoint", "{ck}", "hi .", "--all-heads"], "--all-heads needs --heatmap"),
+        (["run", "--checkpoint", "{ck}", "hi .", "--beam", "0"], "--beam must be at least 1"),
+        (["run", "--checkpoint", "{ck}", "hi .", "--device", "gpu"], "'gpu' is not a device"),
+        (["eval", "--checkpoint", "{ck}", "--limit", "0"], "--limit must be at least 1"),
         (["run", "--checkpoint", "{missing}", "hi ."], "no checkpoint at"),
         (["eval", "--checkpoint", "{missing}"], "no checkpoint at"),
         (["train", "--arch", "bahdanau", "--model-config", "heads=2"], "unknown config key"),
@@ -76,12 +123,30 @@ def test_eval_reports_bleu_and_chrf(trained, capsys):
     ],
 )
 def test_bad_input_gives_a_message_and_exit_code_1(trained, tmp_path, capsys, argv, message):
-    argv = [a.format(ck=trained, missing=tmp_path / "nope") for a in argv]
+    argv = [a.format(ck=trained, missing=tmp_path / "nope", tmp=tmp_path) for a in argv]
     if argv[0] == "train":
         argv += ["--out", str(tmp_path / "out"), *TINY]
     assert main(["translate", *argv]) == 1
     err = capsys.readouterr().err
     assert err.startswith("attnkit translate: error:") and message in err
+    assert "abc " * 16 not in err  # a long sentence is not echoed whole
+
+
+@pytest.mark.parametrize("verb", [["run", "hi ."], ["eval"]])
+def test_cuda_without_cuda_says_so_before_loading(trained, monkeypatch, capsys, verb):
+    import torch
+
+    import attnkit.training.checkpoint as checkpoint
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the checkpoint must not be loaded")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(checkpoint, "load_model", no_load)
+    argv = ["translate", verb[0], "--checkpoint", str(trained), *verb[1:], "--device", "cuda"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "CUDA is not available" in err and "checkpoint" not in err
 
 
 def test_heatmap_needs_attention(tmp_path, capsys):

@@ -28,7 +28,12 @@ __all__ = ["register", "run_eval", "run_run", "run_train"]
 _TRAIN_FLAGS: dict[str, tuple[str, Any, str]] = {
     "--epochs": ("epochs", int, "total epochs (with --resume: including those done)"),
     "--lr": ("lr", float, "learning rate (peak lr with --schedule inverse_sqrt)"),
-    "--batch-tokens": ("batch_tokens", int, "padded source + target tokens per batch"),
+    "--batch-tokens": (
+        "batch_tokens",
+        int,
+        "the GLOBAL batch: padded source + target tokens per batch, all processes together "
+        "(with --nproc/torchrun each process takes its share)",
+    ),
     "--clip": ("clip", float, "max gradient norm (default 1.0)"),
     "--label-smoothing": ("label_smoothing", float, "default 0"),
     "--optimizer": ("optimizer", str, "adam (default) or sgd"),
@@ -135,7 +140,13 @@ def register(sub) -> None:
     r = verbs.add_parser("run", help="translate sentences with a checkpoint")
     r.add_argument("--checkpoint", required=True, metavar="DIR")
     r.add_argument("sentences", nargs="+", metavar="SENTENCE", help='e.g. "i lost ."')
-    r.add_argument("--heatmap", metavar="PNG", help="write the attention alignment")
+    r.add_argument(
+        "--heatmap",
+        metavar="PNG",
+        help="write the attention maps (Transformer: encoder self, decoder self and "
+        "encoder-decoder attention; Bahdanau: its alignment) to this image "
+        "(.png, .svg, .pdf ...; one file per sentence, -0, -1 ... when several)",
+    )
     r.add_argument(
         "--all-heads",
         action="store_true",
@@ -145,6 +156,11 @@ def register(sub) -> None:
     r.add_argument("--beam", type=int, default=None, metavar="K", help="beam search of width K")
     r.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for --beam")
     r.add_argument("--max-len", type=int, default=None, help="most target tokens (+ <eos>)")
+    r.add_argument(
+        "--allow-unknown",
+        action="store_true",
+        help="translate words not in the English vocabulary as <unk> (default: error)",
+    )
     r.add_argument("--device", default="cpu")
     r.add_argument("--debug", action="store_true", help="show tracebacks")
     r.set_defaults(func=run_run)
@@ -175,6 +191,8 @@ def run_train(args: argparse.Namespace) -> int:
     from attnkit.training.checkpoint import read_checkpoint_config
     from attnkit.training.trainer import TrainConfig, Trainer
 
+    if args.device is not None:
+        _check_device(args.device)
     _, world, _ = distributed.world_from_env()
     if args.nproc is not None and args.nproc < 1:
         raise ValueError(f"--nproc must be a positive int, got {args.nproc}")
@@ -293,6 +311,11 @@ def run_eval(args: argparse.Namespace) -> int:
     from attnkit.metrics import corpus_bleu, corpus_chrf
     from attnkit.training.checkpoint import load_model
 
+    if args.limit is not None and args.limit < 1:
+        raise ValueError(f"--limit must be at least 1 (sentences to score), got {args.limit}")
+    if args.examples < 0:
+        raise ValueError(f"--examples must be 0 or more, got {args.examples}")
+    _check_device(args.device)
     model, cfg = load_model(args.checkpoint, args.device)
     data_args = dict(cfg.get("data_args") or {})
     if args.data is not None:
@@ -309,7 +332,8 @@ def run_eval(args: argparse.Namespace) -> int:
     if not pairs:
         raise ValueError(f"the {args.split} split is empty")
     with torch.inference_mode():
-        hyps, _ = translate(model, data, [" ".join(s) for s, _ in pairs])
+        sentences = [" ".join(s) for s, _ in pairs]
+        hyps, _ = translate(model, data, sentences, max_len=_decode_steps(data, cfg, None))
     refs = [" ".join(t) for _, t in pairs]
     bleu, chrf = corpus_bleu(hyps, refs), corpus_chrf(hyps, refs)
     for (src, _), hyp, ref in list(zip(pairs, hyps, refs))[: args.examples]:
@@ -327,98 +351,155 @@ def run_eval(args: argparse.Namespace) -> int:
 def run_run(args: argparse.Namespace) -> int:
     import torch
 
-    from attnkit.data.translation import TranslationData, preprocess_nmt
-    from attnkit.decoding import translate
+    from attnkit.attention_maps import attention_maps, plot_attention_maps
+    from attnkit.data.translation import TranslationData
+    from attnkit.models.seq2seq import AttentionDecoder
     from attnkit.training.checkpoint import load_model
 
-    model, cfg = load_model(args.checkpoint, args.device)
-    data = TranslationData.from_dict(cfg["data"])
-    for s in args.sentences:
-        unknown = [w for w in preprocess_nmt(s).split() if w not in data.src_vocab]
-        if unknown:
-            print(f"note: unknown words mapped to <unk>: {' '.join(unknown)}", file=sys.stderr)
     if args.max_len is not None and args.max_len < 1:
         raise ValueError(f"--max-len must be positive, got {args.max_len}")
+    if args.beam is not None and args.beam < 1:
+        raise ValueError(f"--beam must be at least 1, got {args.beam}")
     if args.all_heads and args.heatmap is None:
         raise ValueError("--all-heads needs --heatmap PNG")
-    if args.beam is not None or args.all_heads:
-        return _run_with_maps(model, data, args)
-    want_attention = args.heatmap is not None
+    heatmap = None if args.heatmap is None else _check_heatmap_path(args.heatmap)
+    _check_device(args.device)
+    model, cfg = load_model(args.checkpoint, args.device)
+    data = TranslationData.from_dict(cfg["data"])
+    if heatmap is not None and not isinstance(model.decoder, AttentionDecoder):
+        raise ValueError(f"arch {cfg['arch']!r} has no attention for --heatmap")
+    sentences = list(args.sentences)
+    _check_sentences(data, cfg, sentences, args.allow_unknown)
+    steps = _decode_steps(data, cfg, args.max_len)
+
+    device = next(model.parameters()).device
     with torch.inference_mode():
-        try:
-            hyps, attention = translate(
-                model,
-                data,
-                list(args.sentences),
-                max_len=None if args.max_len is None else args.max_len + 1,
-                return_attention=want_attention,
-            )
-        except ValueError as e:
-            if "records no attention" in str(e):
-                raise ValueError(f"arch {cfg['arch']!r} has no attention for --heatmap") from None
-            raise
-    for hyp in hyps:
-        print(hyp)
-    if want_attention:
-        _write_heatmaps(Path(args.heatmap), args.sentences, hyps, attention)
-    return 0
-
-
-def _run_with_maps(model, data, args: argparse.Namespace) -> int:
-    """Beam search and/or every attention map (all layers and heads) per sentence."""
-    import torch
-
-    from attnkit.attention_maps import attention_maps, plot_attention_maps
-    from attnkit.beam_search import BeamSearch
-    from attnkit.decoding import greedy_decode
-
-    tgt = data.tgt_vocab
-    bos, eos = tgt["<bos>"], tgt["<eos>"]
-    max_len = data.max_len + 2 if args.max_len is None else args.max_len + 1
-    src, src_len = data.encode_source(list(args.sentences))
-    with torch.inference_mode():
-        if args.beam is not None:
-            search = BeamSearch(args.beam, max_len, bos, eos, args.length_penalty)
-            best = [hyps[0].tokens for hyps in search(model, src, src_len)]
-        else:
-            best = greedy_decode(
-                model, src, src_len, bos_id=bos, eos_id=eos, max_len=max_len
-            ).tokens
+        best = _decode(model, data, sentences, steps, args.beam, args.length_penalty, device)
     for ids in best:
-        print(" ".join(tgt.to_tokens(ids)))
-    if args.heatmap is not None:
-        path = Path(args.heatmap)
-        for i, (sentence, ids) in enumerate(zip(args.sentences, best)):
-            target = path if len(best) == 1 else path.with_stem(f"{path.stem}-{i}")
+        print(" ".join(data.tgt_vocab.to_tokens(ids)))
+    if heatmap is not None:
+        for i, (sentence, ids) in enumerate(zip(sentences, best)):
+            target = heatmap if len(best) == 1 else heatmap.with_stem(f"{heatmap.stem}-{i}")
             maps = attention_maps(model, data, sentence, tokens=ids)
             plot_attention_maps(maps, target, all_heads=args.all_heads)
             print(f"heatmap: {target}", file=sys.stderr)
     return 0
 
 
-def _write_heatmaps(path: Path, sentences, hyps, attention) -> None:
-    import matplotlib.pyplot as plt
+def _decode(model, data, sentences, steps, beam, length_penalty, device) -> list[list[int]]:
+    """Token ids (``<eos>`` excluded) of the best translation of each sentence."""
+    from attnkit.beam_search import BeamSearch
+    from attnkit.decoding import greedy_decode
 
+    tgt = data.tgt_vocab
+    bos, eos = tgt["<bos>"], tgt["<eos>"]
+    src, src_len = data.encode_source(sentences)
+    src, src_len = src.to(device), src_len.to(device)
+    if beam is not None:
+        search = BeamSearch(beam, steps, bos, eos, length_penalty)
+        return [list(hyps[0].tokens) for hyps in search(model, src, src_len)]
+    return greedy_decode(model, src, src_len, bos_id=bos, eos_id=eos, max_len=steps).tokens
+
+
+def _short(sentence: str, limit: int = 60) -> str:
+    """``sentence`` cut to its first ``limit`` characters (+ "…"), for messages."""
+    return sentence if len(sentence) <= limit else sentence[:limit].rstrip() + "…"
+
+
+def _model_max_len(cfg: dict) -> int | None:
+    """The most positions the checkpoint's model can encode (its config's ``max_len``)."""
+    value = (cfg.get("model_config") or {}).get("max_len")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _check_sentences(data, cfg: dict, sentences: list[str], allow_unknown: bool) -> None:
+    """Empty, too long or (unless ``allow_unknown``) unknown words: a clear error."""
     from attnkit.data.translation import preprocess_nmt
-    from attnkit.viz import show_heatmaps
 
-    for i, (sentence, hyp, weights) in enumerate(zip(sentences, hyps, attention)):
-        target = Path(path) if len(sentences) == 1 else path.with_stem(f"{path.stem}-{i}")
-        src_tokens = [*preprocess_nmt(sentence).split(), "<eos>"]
-        tgt_tokens = hyp.split() if hyp else []
-        if weights.shape[0] > len(tgt_tokens):
-            tgt_tokens = [*tgt_tokens, "<eos>"]
-        size = (0.5 * len(src_tokens) + 1, 0.5 * len(tgt_tokens) + 0.5)
-        fig = show_heatmaps(
-            weights,  # (T, S)
-            xlabel="source",
-            ylabel="target",
-            figsize=size,
-            xticklabels=src_tokens,
-            yticklabels=tgt_tokens,
+    limit = data.max_len - 1  # words (punctuation included); <eos> is added
+    model_max = _model_max_len(cfg)
+    if model_max is not None:
+        limit = min(limit, model_max - 1)
+    unknown: dict[str, None] = {}
+    for sentence in sentences:
+        words = preprocess_nmt(sentence).split()
+        if not words:
+            raise ValueError(f"cannot translate an empty sentence: {sentence!r}")
+        if len(words) > limit:
+            raise ValueError(
+                f"sentence {_short(sentence)!r} has {len(words)} tokens + <eos>, more than "
+                f"max_len={limit + 1} of this model"
+            )
+        unknown.update((w, None) for w in words if w not in data.src_vocab)
+    if unknown and not allow_unknown:
+        raise ValueError(
+            f"unknown words (not in the model's {len(data.src_vocab)}-word English "
+            f"vocabulary): {', '.join(unknown)}; pass --allow-unknown to translate them "
+            "as <unk>"
         )
-        for ax in fig.axes[:1]:
-            ax.tick_params(axis="x", labelrotation=90)
-        fig.savefig(target, bbox_inches="tight", dpi=120)
-        plt.close(fig)
-        print(f"wrote {target}", file=sys.stderr)
+    if unknown:
+        print(f"note: unknown words translated as <unk>: {', '.join(unknown)}", file=sys.stderr)
+
+
+def _decode_steps(data, cfg: dict, max_len: int | None) -> int:
+    """Decoder steps (``<eos>`` included) for ``--max-len``, checked against the model.
+
+    A model with positional encodings (the Transformer) takes at most its config's
+    ``max_len`` decoder positions; the heatmap's teacher-forced pass adds ``<bos>`` to
+    the steps, so they stay one below it.
+    """
+    model_max = _model_max_len(cfg)
+    if max_len is None:
+        steps = data.max_len + 2
+        return steps if model_max is None else max(1, min(steps, model_max - 1))
+    steps = max_len + 1
+    if model_max is not None and steps > model_max - 1:
+        raise ValueError(
+            f"--max-len {max_len} is more than this model can produce: its config has "
+            f"max_len={model_max} positions, so --max-len can be at most {model_max - 2}"
+        )
+    return steps
+
+
+def _check_heatmap_path(text: str) -> Path:
+    """An image path that matplotlib can write into an existing folder, or a clear error."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    path = Path(text)
+    supported = FigureCanvasBase.get_supported_filetypes()
+    ext = path.suffix.lower().lstrip(".")
+    if ext not in supported:
+        got = f"extension {path.suffix!r}" if path.suffix else "no extension"
+        raise ValueError(
+            f"--heatmap {text}: {got}; use an image format matplotlib writes: "
+            + ", ".join(f".{e}" for e in sorted(supported))
+        )
+    folder = path.parent
+    if not folder.is_dir():
+        why = "is not a folder" if folder.exists() else "does not exist"
+        raise ValueError(f"--heatmap {text}: the folder {folder} {why}")
+    if path.is_dir():
+        raise ValueError(f"--heatmap {text} is a folder; give a file name such as align.png")
+    return path
+
+
+def _check_device(device: str) -> None:
+    """A clear error for a device string torch does not know or CUDA that is not there."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"--device {device!r} is not a device (cpu, cuda, cuda:0 ...)") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError(
+                f"--device {device}: CUDA is not available on this machine "
+                "(torch.cuda.is_available() is False); use --device cpu"
+            )
+        count = torch.cuda.device_count()
+        if dev.index is not None and dev.index >= count:
+            raise RuntimeError(
+                f"--device {device}: this machine has {count} CUDA device(s) "
+                f"(cuda:0 .. cuda:{count - 1})"
+            )
