@@ -24,6 +24,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +47,19 @@ from attnkit.training.checkpoint import (
 )
 from attnkit.training.losses import masked_cross_entropy
 
-__all__ = ["TrainConfig", "Trainer", "load_model_state", "lr_at", "teacher_forcing_loss"]
+__all__ = [
+    "TrainConfig",
+    "Trainer",
+    "TrainingInterrupted",
+    "load_model_state",
+    "lr_at",
+    "teacher_forcing_loss",
+]
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Raised by ``Trainer.fit`` after Ctrl-C/SIGTERM, once the checkpoint is saved."""
+
 
 _SCHEDULES = ("constant", "inverse_sqrt")
 _OPTIMIZERS = ("adam", "sgd")
@@ -233,6 +247,10 @@ class Trainer:
         self.eos_id = data.tgt_vocab["<eos>"]
         self.step = 0  # optimizer steps done
         self.epoch = 0  # epochs done
+        self.batch_in_epoch = 0  # batches of the current epoch done (> 0 after an interrupt)
+        self._partial = (0.0, 0.0)  # loss sum and tokens of those batches (all ranks)
+        self._stop_requested = False  # set by the SIGINT/SIGTERM handler of fit()
+        self._stop_now = False  # the same, agreed by every rank at the end of a step
         self.history: dict[str, list[float]] = {
             "epoch": [],
             "train_loss": [],
@@ -253,10 +271,18 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         if self.world_size > 1:
             # mean over the *global* batch's tokens: DDP averages the ranks' gradients,
-            # so scale by world_size / global tokens (one tiny all-reduce per step)
-            global_tokens = num_tokens.detach().clone()
-            dist.all_reduce(global_tokens)
+            # so scale by world_size / global tokens. The same tiny all-reduce tells every
+            # rank whether any of them was asked to stop, so all stop after the same step.
+            packed = torch.stack(
+                [
+                    num_tokens.detach().to(torch.float64),
+                    torch.tensor(float(self._stop_requested), device=num_tokens.device),
+                ]
+            )
+            dist.all_reduce(packed)
+            global_tokens = packed[0]
             (loss_sum * (self.world_size / global_tokens.clamp(min=1))).backward()
+            self._stop_now = bool(packed[1] > 0)
         else:
             (loss_sum / num_tokens.clamp(min=1)).backward()
         if self.config.clip is not None:
@@ -283,9 +309,13 @@ class Trainer:
             world_size=self.world_size,
         )
         self.model.train()
+        done = self.batch_in_epoch  # > 0 when resuming an interrupted epoch
         totals = torch.zeros(2, dtype=torch.float64, device=self.device)  # loss sum, tokens
+        if done and self.is_main:  # the all-reduce below counts rank 0's share once
+            totals += torch.tensor(self._partial, dtype=torch.float64, device=self.device)
         bar = tqdm(
             total=len(batches),
+            initial=done,
             desc=f"epoch {epoch + 1}/{cfg.epochs}",
             unit="batch",
             disable=not (cfg.progress and self.is_main),
@@ -295,10 +325,17 @@ class Trainer:
         start = time.perf_counter()
         with bar:
             for i, batch in enumerate(batches):
+                if i < done:  # batches of each epoch are a function of (seed, epoch)
+                    continue
                 loss_sum, n = self.train_step(batch)
                 totals[0] += loss_sum
                 totals[1] += n
+                self.batch_in_epoch = i + 1
                 bar.update(1)
+                if self._should_stop() and i + 1 < len(batches):
+                    self._all_reduce(totals)
+                    self._partial = (float(totals[0]), float(totals[1]))
+                    raise TrainingInterrupted(f"epoch {epoch + 1}, batch {i + 1}/{len(batches)}")
                 if not bar.disable and (i % 10 == 9 or i == len(batches) - 1):
                     tok = float(totals[1])
                     bar.set_postfix(
@@ -309,6 +346,7 @@ class Trainer:
         self._all_reduce(totals)
         seconds = time.perf_counter() - start
         self.epoch += 1
+        self.batch_in_epoch, self._partial = 0, (0.0, 0.0)
         # tokens/s of the whole job (all ranks together)
         return float(totals[0] / totals[1].clamp(min=1)), float(totals[1]) / max(seconds, 1e-9)
 
@@ -320,12 +358,61 @@ class Trainer:
         ``val_loss``/``val_bleu`` entries are NaN (one per evaluated epoch, as usual).
         """
         cfg = self.config
-        if self.step == 0 and self.epoch == 0:
+        if self.step == 0 and self.epoch == 0 and self.batch_in_epoch == 0:
             torch.manual_seed(cfg.seed)
+        restore = self._catch_stop_signals()
+        try:
+            return self._fit()
+        except TrainingInterrupted as e:
+            where = f"stopped at {e}"
+            if cfg.out_dir is not None:
+                self.save()
+                where += f"; checkpoint saved in {cfg.out_dir}, --resume continues from there"
+            if self.is_main:
+                print(f"\n{where}", flush=True)
+            raise
+        finally:
+            restore()
+
+    def _should_stop(self) -> bool:
+        # one process: as soon as asked; several: when the last step's all-reduce said so
+        # (every rank then stops after the same step)
+        return self._stop_requested if self.world_size == 1 else self._stop_now
+
+    def _catch_stop_signals(self):
+        """Ctrl-C / SIGTERM: finish the current step, save, stop. A second Ctrl-C stops now."""
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+        def request_stop(signum, frame):
+            if self._stop_requested:  # asked twice: stop at once, without saving
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                raise KeyboardInterrupt
+            self._stop_requested = True
+            if self.is_main:
+                print("\nstopping after this step (Ctrl-C again to stop at once)", flush=True)
+
+        for sig in previous:
+            signal.signal(sig, request_stop)
+
+        def restore() -> None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self._stop_requested = self._stop_now = False
+
+        return restore
+
+    def _fit(self) -> dict[str, list[float]]:
+        cfg = self.config
         while self.epoch < cfg.epochs:
             train_loss, tok_s = self.train_epoch()
             last = self.epoch == cfg.epochs
             if self.epoch % cfg.eval_every and not last:
+                if cfg.out_dir is not None:
+                    self.save()  # every epoch is saved, evaluated or not
+                if self._should_stop():
+                    raise TrainingInterrupted(f"the end of epoch {self.epoch}")
                 continue
             # no validation split (val_fraction=0): skip validation; the history keeps
             # NaN in its val columns so that every column has one entry per epoch
@@ -358,6 +445,8 @@ class Trainer:
                     self.save()
                     if last or self.epoch % (10 * cfg.eval_every) == 0:
                         self.plot(Path(cfg.out_dir) / "curves.png")
+            if self._should_stop() and self.epoch < cfg.epochs:  # asked during the last batch
+                raise TrainingInterrupted(f"the end of epoch {self.epoch}")
         return self.history
 
     # ------------------------------------------------------------------ evaluation
@@ -430,6 +519,8 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "step": self.step,
             "epoch": self.epoch,
+            "batch_in_epoch": self.batch_in_epoch,
+            "partial": list(self._partial),
             "rng": get_rng_state(),
         }
         return save_checkpoint(
@@ -468,6 +559,8 @@ class Trainer:
         ts = ck.trainer_state
         self.optimizer.load_state_dict(ts["optimizer"])
         self.step, self.epoch = int(ts["step"]), int(ts["epoch"])
+        self.batch_in_epoch = int(ts.get("batch_in_epoch", 0))
+        self._partial = tuple(float(x) for x in ts.get("partial", (0.0, 0.0)))
         self.history = {k: list(v) for k, v in cfg["history"].items()}
         set_rng_state(ts["rng"])
         return True
