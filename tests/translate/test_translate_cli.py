@@ -156,3 +156,28 @@ def test_heatmap_needs_attention(tmp_path, capsys):
     png = str(tmp_path / "x.png")
     assert main(["translate", "run", "--checkpoint", str(out), "hi .", "--heatmap", png]) == 1
     assert "has no attention for --heatmap" in capsys.readouterr().err
+
+
+def test_training_into_a_used_folder_needs_resume_or_overwrite(tmp_path, capsys):
+    out = tmp_path / "ck"
+    base = ["translate", "train", "--epochs", "1", "--out", str(out), *TINY]
+    assert main([*base, "--arch", "seq2seq"]) == 0
+    weights = sorted(p.name for p in out.glob("model-*.pt"))
+    capsys.readouterr()
+    assert main([*base, "--arch", "bahdanau"]) == 1
+    err = capsys.readouterr().err
+    assert f"{out} already holds a checkpoint (arch 'seq2seq', epoch 1)" in err
+    assert "--resume" in err and "--overwrite" in err
+    assert sorted(p.name for p in out.glob("model-*.pt")) == weights  # nothing lost
+    assert json.loads((out / "config.json").read_text())["arch"] == "seq2seq"
+    assert main([*base, "--arch", "bahdanau", "--overwrite"]) == 0
+    assert json.loads((out / "config.json").read_text())["arch"] == "bahdanau"
+    assert len(list(out.glob("model-*.pt"))) == 1
+
+
+def test_training_without_a_validation_split_says_so(tmp_path, capsys):
+    out = tmp_path / "noval"
+    argv = ["translate", "train", "--arch", "seq2seq", "--epochs", "1", "--out", str(out)]
+    assert main([*argv, *TINY, "--val-fraction", "0"]) == 0
+    text = capsys.readouterr().out
+    assert "no validation split" in text and "nan" not in text

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 import typing
 from pathlib import Path
@@ -79,6 +80,7 @@ def register(sub) -> None:
     t.add_argument("--arch", choices=available_archs(), help="model architecture (registry)")
     t.add_argument("--out", default=None, help="checkpoint folder (default runs/translate-ARCH)")
     t.add_argument("--resume", action="store_true", help="continue the checkpoint in --out")
+    t.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --out")
     t.add_argument(
         "--preset",
         help="named model config of the arch (transformer: book, small, base); flags override it",
@@ -220,6 +222,14 @@ def run_train(args: argparse.Namespace) -> int:
             f"checkpoint {out} was trained with arch {previous['arch']!r}, not {arch!r}"
         )
     out = out or Path(f"runs/translate-{arch}")
+    # never train over a finished (or interrupted) run by accident
+    if not (args.resume or args.overwrite) and (out / "config.json").exists():
+        existing = read_checkpoint_config(out)
+        raise ValueError(
+            f"{out} already holds a checkpoint (arch {existing.get('arch')!r}, epoch "
+            f"{existing.get('epoch')}); pass --resume to continue it, --overwrite to "
+            "replace it, or --out for a new folder"
+        )
 
     overrides = _model_overrides(args, arch)
     if args.preset is not None:
@@ -288,15 +298,19 @@ def _preset(arch: str, name: str) -> dict[str, Any]:
 
 def _fit(trainer, previous, out: Path, config, say) -> int:
     if previous is not None and trainer.resume(out):
-        say(f"resumed {out} at epoch {trainer.epoch} (step {trainer.step})")
+        where = f" batch {trainer.batch_in_epoch}" if trainer.batch_in_epoch else ""
+        say(f"resumed {out} at epoch {trainer.epoch}{where} (step {trainer.step})")
     if trainer.epoch >= config.epochs:
         say(f"nothing to do: {trainer.epoch} epochs done, --epochs {config.epochs}")
         return 0
     history = trainer.fit()
-    say(
-        f"saved {out}: epoch {trainer.epoch}, val loss {history['val_loss'][-1]:.3f}, "
-        f"val BLEU {history['val_bleu'][-1]:.1f}"
+    val_loss, val_bleu = history["val_loss"][-1], history["val_bleu"][-1]
+    val = (
+        "no validation split"
+        if math.isnan(val_loss)
+        else f"val loss {val_loss:.3f}, val BLEU {val_bleu:.1f}"
     )
+    say(f"saved {out}: epoch {trainer.epoch}, {val}")
     return 0
 
 
