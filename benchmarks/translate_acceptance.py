@@ -76,7 +76,7 @@ def generated_run(epochs: int, out: Path) -> None:
     start = time.perf_counter()
     argv = ["translate", "train", "--arch", "bahdanau", "--epochs", str(epochs), "--out", str(ck)]
     argv += ["--embed-size", "64", "--num-hiddens", "128", "--batch-tokens", "4096"]
-    assert cli([*argv, "--no-progress"]) == 0
+    assert cli([*argv, "--no-progress", "--overwrite"]) == 0  # a fresh run each time
     print(f"(training: {time.perf_counter() - start:.0f} s)")
     assert cli(["translate", "eval", "--checkpoint", str(ck)]) == 0
     sentence = "she finds the happy boy ."
