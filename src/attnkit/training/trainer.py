@@ -428,13 +428,17 @@ class Trainer:
             h["val_bleu"].append(metrics["bleu"])
             h["tokens_per_s"].append(tok_s)
             if self.is_main:
+                # the train loss includes label smoothing, the validation loss does not
+                smoothed = (
+                    f" (label smoothing {cfg.label_smoothing:g})" if cfg.label_smoothing else ""
+                )
                 val = (
                     f"val loss {metrics['loss']:.3f}, val BLEU {metrics['bleu']:.1f}, "
                     if has_val
                     else "no validation split, "
                 )
                 msg = (
-                    f"epoch {self.epoch}/{cfg.epochs}: train loss {train_loss:.3f}, "
+                    f"epoch {self.epoch}/{cfg.epochs}: train loss {train_loss:.3f}{smoothed}, "
                     f"{val}{tok_s:,.0f} tokens/s"
                 )
                 if cfg.progress:
