@@ -60,6 +60,13 @@ def show_heatmaps(
         raise ValueError(f"xticklabels has {len(xticklabels)} labels for {K} columns")
     if yticklabels is not None and len(yticklabels) != Q:
         raise ValueError(f"yticklabels has {len(yticklabels)} labels for {Q} rows")
+    if titles is not None and len(titles) not in (cols, rows * cols):
+        raise ValueError(
+            f"titles has {len(titles)} entries; expected {cols} (one per column) or "
+            f"{rows * cols} (one per panel) for a {rows} x {cols} grid"
+        )
+    if row_titles is not None and len(row_titles) != rows:
+        raise ValueError(f"row_titles has {len(row_titles)} entries for {rows} rows")
     fig, axes = plt.subplots(
         rows,
         cols,
@@ -68,12 +75,15 @@ def show_heatmaps(
         sharey=True,
         squeeze=False,
     )
+    # weights start at 0 as in the book; other matrices (e.g. positional encodings) keep
+    # their negative part
+    vmin = min(float(m.min()), 0.0) if m.numel() else 0.0
     vmax = float(m.max()) if m.numel() else 1.0
     pcm = None
     for i in range(rows):
         for j in range(cols):
             ax = axes[i, j]
-            pcm = ax.imshow(m[i, j].numpy(), cmap=cmap, vmin=0.0, vmax=max(vmax, 1e-12))
+            pcm = ax.imshow(m[i, j].numpy(), cmap=cmap, vmin=vmin, vmax=max(vmax, vmin + 1e-12))
             if i == rows - 1:
                 ax.set_xlabel(xlabel)
             if j == 0:

@@ -25,6 +25,17 @@ def test_show_heatmaps_errors():
         show_heatmaps(torch.rand(4, 5), "k", "q", xticklabels=["a", "b"])
     with pytest.raises(ValueError, match="2 to 4 dims"):
         show_heatmaps(torch.rand(5), "k", "q")
+    with pytest.raises(ValueError, match=r"titles has 2 entries; expected 3 \(one per column\)"):
+        show_heatmaps(torch.rand(2, 3, 4, 5), "k", "q", titles=["a", "b"])
+    with pytest.raises(ValueError, match="row_titles has 1 entries for 2 rows"):
+        show_heatmaps(torch.rand(2, 3, 4, 5), "k", "q", row_titles=["r"])
+
+
+def test_show_heatmaps_color_range():
+    weights = show_heatmaps(torch.tensor([[0.25, 0.75]]), "k", "q")
+    assert weights.axes[0].images[0].get_clim() == (0.0, 0.75)  # weights: from 0, as the book
+    signed = show_heatmaps(torch.tensor([[-1.0, 0.5]]), "k", "q")
+    assert signed.axes[0].images[0].get_clim() == (-1.0, 0.5)  # negatives are not clipped
 
 
 def test_plot_curves(tmp_path):
