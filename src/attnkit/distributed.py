@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import datetime
 import os
+import signal
 import sys
+import threading
 
 import torch
 import torch.distributed as dist
@@ -104,11 +106,16 @@ def launch(nproc: int, argv: list[str], module: str | None = "attnkit", nnodes: 
             *argv,
         ]
     )
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         run(args)
     except Exception as e:  # torch.distributed.elastic ChildFailedError and friends
         print(f"attnkit: distributed run failed: {e}", file=sys.stderr)
         return 1
+    finally:  # torchrun's agent installs its own handlers and leaves them behind
+        if threading.current_thread() is threading.main_thread():
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
     return 0
 
 
