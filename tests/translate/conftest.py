@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 
@@ -26,3 +28,18 @@ def tiny_model(tiny_data):
         return build_model(arch, config, len(tiny_data.src_vocab), len(tiny_data.tgt_vocab))
 
     return make
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """(maps, panel titles) of every plot_attention_maps call the CLI makes."""
+    module = importlib.import_module("attnkit.attention_maps")  # attnkit.attention_maps is
+    plot = module.plot_attention_maps  # also the name of a function in attnkit
+    calls = []
+
+    def spy(maps, path, all_heads=False):
+        calls.append((maps, plot(maps, path, all_heads=all_heads)))
+        return calls[-1][1]
+
+    monkeypatch.setattr(module, "plot_attention_maps", spy)
+    return calls

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 
 import pytest
@@ -65,21 +64,6 @@ def test_run_refuses_unknown_words_unless_allowed(trained, tmp_path, capsys):
     assert len(out.out.splitlines()) == 2
     assert "unknown words translated as <unk>: zyzzyva, qux" in out.err
     assert (tmp_path / "unk-0.png").is_file() and (tmp_path / "unk-1.png").is_file()
-
-
-@pytest.fixture
-def drawn(monkeypatch):
-    """(maps, panel titles) of every plot_attention_maps call the CLI makes."""
-    module = importlib.import_module("attnkit.attention_maps")  # attnkit.attention_maps is
-    plot = module.plot_attention_maps  # also the name of a function in attnkit
-    calls = []
-
-    def spy(maps, path, all_heads=False):
-        calls.append((maps, plot(maps, path, all_heads=all_heads)))
-        return calls[-1][1]
-
-    monkeypatch.setattr(module, "plot_attention_maps", spy)
-    return calls
 
 
 def test_bahdanau_heatmap_draws_its_alignment_with_unk_labels(trained, tmp_path, drawn):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import shutil
 
@@ -29,21 +28,6 @@ def checkpoint(tmp_path_factory):
     finally:
         torch.set_num_threads(threads)
     return out
-
-
-@pytest.fixture
-def drawn(monkeypatch):
-    """(maps, panel titles) of every plot_attention_maps call the CLI makes."""
-    module = importlib.import_module("attnkit.attention_maps")  # attnkit.attention_maps is
-    plot = module.plot_attention_maps  # also the name of a function in attnkit
-    calls = []
-
-    def spy(maps, path, all_heads=False):
-        calls.append((maps, plot(maps, path, all_heads=all_heads)))
-        return calls[-1][1]
-
-    monkeypatch.setattr(module, "plot_attention_maps", spy)
-    return calls
 
 
 def _run(checkpoint, *argv) -> list[str]:
