@@ -101,3 +101,61 @@ def test_cli_nproc_larger_than_the_batch_is_a_clear_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--batch-size 2 is the global batch, split by rows over 3 processes" in err
     assert "at least 3" in err
+
+
+# --------------------------------------------------------------------------- resume
+RESUME_ARGS = ["lm", "train", "--cell", "lstm", "--hiddens", "16", "--batch-size", str(BATCH)]
+RESUME_ARGS += ["--num-steps", str(STEPS), "--max-tokens", "1500", "--seed", "1", "--threads"]
+RESUME_ARGS += ["1", "--no-progress", "--num-preds", "5", "--epochs", "2"]
+
+
+def _interrupted_worker(rank: int, world: int, port: int, out: str, stop_step: int) -> None:
+    """`attnkit lm train` as one of ``world`` ranks; rank 0 gets SIGINT after a step."""
+    import signal
+
+    import attnkit.cli
+    import attnkit.training.lm as lm_training
+
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world)
+    )
+    attnkit.cli.VERBS = ["lm"]
+    original, calls = lm_training.train_step, []
+
+    def train_step(*args, **kwargs):
+        result = original(*args, **kwargs)
+        calls.append(1)
+        if rank == 0 and len(calls) == stop_step:
+            os.kill(os.getpid(), signal.SIGINT)
+        return result
+
+    lm_training.train_step = train_step
+    code = attnkit.cli.main([*RESUME_ARGS, "--out", out])
+    assert code == 130, f"rank {rank} returned {code}"
+
+
+def test_two_processes_interrupted_mid_epoch_resume_in_one(tmp_path, monkeypatch):
+    """Saved by 2 ranks (5 rows: 3 + 2) in the middle of epoch 2, with the carried LSTM
+    state gathered over ranks; resumed by 1 process: the same as 1 process throughout."""
+    import attnkit.cli
+    from attnkit.data.lm import LMDataLoader
+
+    monkeypatch.setattr(attnkit.cli, "VERBS", ["lm"])
+    per_epoch = len(list(LMDataLoader(list(range(1500)), BATCH, STEPS, seed=1)))
+    run = tmp_path / "run"
+    mp.spawn(_interrupted_worker, args=(2, _free_port(), str(run), per_epoch + 4), nprocs=2)
+    state = torch.load(run / "trainer.pt", weights_only=True)
+    # the stop asked after step per_epoch + 4 is agreed in the next step's all-reduce
+    assert (state["epoch"], state["batch_in_epoch"]) == (1, 5)
+    assert state["hidden"][0].shape == (1, BATCH, 16) and state["config"]["processes"] == 2
+    torch.set_num_threads(1)
+    assert attnkit.cli.main([*RESUME_ARGS, "--out", str(run), "--resume"]) == 0
+    assert attnkit.cli.main([*RESUME_ARGS, "--out", str(tmp_path / "straight")]) == 0
+    resumed = torch.load(run / "trainer.pt", weights_only=True)
+    straight = torch.load(tmp_path / "straight" / "trainer.pt", weights_only=True)
+    assert resumed["epoch"] == straight["epoch"] == 2
+    for name, value in straight["model"].items():
+        torch.testing.assert_close(resumed["model"][name], value, atol=1e-5, rtol=1e-5, msg=name)
+    assert resumed["history"]["perplexity"] == pytest.approx(
+        straight["history"]["perplexity"], rel=1e-5
+    )

@@ -4,12 +4,16 @@
 book's runs (batch 32, 35 steps, 256 hiddens, max 10000 tokens, SGD, clipping at 1);
 without ``--data`` it trains on the corpus every Python ships (``pydoc_data.topics``).
 ``attnkit lm generate --checkpoint DIR --prefix "time traveller"`` samples from the result.
+A checkpoint is saved after every epoch and on Ctrl-C/SIGTERM (after the current step);
+``attnkit lm train --resume --out DIR`` continues it (model and data options not given
+are read from the checkpoint; given ones must match it).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -26,35 +30,54 @@ def register(sub) -> None:
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
     t = verbs.add_parser("train", help="train a character (or word) language model")
-    t.add_argument("--cell", choices=["rnn", "gru", "lstm"], default="gru")
-    t.add_argument("--scratch", action="store_true", help="cells written from the equations")
+    # model/data options default to None: a new run fills in the defaults below, --resume
+    # the checkpoint's values (and refuses given values that differ from them)
+    t.add_argument("--cell", choices=["rnn", "gru", "lstm"], default=None, help="default gru")
     t.add_argument(
-        "--reset-after", action="store_true", help="scratch GRU in nn.GRU's form (see docs)"
+        "--scratch", action="store_true", default=None, help="cells written from the equations"
     )
-    t.add_argument("--layers", type=int, default=1, help="stacked layers (default 1)")
-    t.add_argument("--bidirectional", action="store_true")
-    t.add_argument("--hiddens", type=int, default=256, help="hidden width (default 256)")
+    t.add_argument(
+        "--reset-after",
+        action="store_true",
+        default=None,
+        help="scratch GRU in nn.GRU's form (see docs)",
+    )
+    t.add_argument("--layers", type=int, default=None, help="stacked layers (default 1)")
+    t.add_argument("--bidirectional", action="store_true", default=None)
+    t.add_argument("--hiddens", type=int, default=None, help="hidden width (default 256)")
     src = t.add_mutually_exclusive_group()
     src.add_argument("--data", metavar="FILE", help="a local text file (e.g. timemachine.txt)")
     src.add_argument(
         "--dataset",
         choices=["builtin", "time_machine"],
-        default="builtin",
+        default=None,
         help="builtin: Python's pydoc topics, offline (default); time_machine: download",
     )
-    t.add_argument("--token", choices=["char", "word"], default="char")
-    t.add_argument("--max-tokens", type=int, default=10000, help="-1 for all (default 10000)")
-    t.add_argument("--batch-size", type=int, default=32)
-    t.add_argument("--num-steps", type=int, default=35)
-    t.add_argument("--random-iter", action="store_true", help="random sampling, not sequential")
-    t.add_argument("--epochs", type=int, default=500)
+    t.add_argument("--token", choices=["char", "word"], default=None, help="default char")
+    t.add_argument("--max-tokens", type=int, default=None, help="-1 for all (default 10000)")
+    t.add_argument("--batch-size", type=int, default=None, help="default 32")
+    t.add_argument("--num-steps", type=int, default=None, help="default 35")
+    t.add_argument(
+        "--random-iter",
+        action="store_true",
+        default=None,
+        help="random sampling, not sequential",
+    )
+    t.add_argument("--epochs", type=int, default=None, help="total epochs (default 500)")
     t.add_argument("--lr", type=float, default=None, help="default 1 for sgd, 0.01 for adam")
-    t.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
-    t.add_argument("--clip", type=float, default=1.0, help="gradient-norm bound (default 1)")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--optimizer", choices=["sgd", "adam"], default=None, help="default sgd")
+    t.add_argument("--clip", type=float, default=None, help="gradient-norm bound (default 1)")
+    t.add_argument("--seed", type=int, default=None, help="default 0")
     t.add_argument("--device", default="cpu", help="cpu, cuda, cuda:0 ... (default cpu)")
     t.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     t.add_argument("--out", default="runs/lm", help="checkpoint folder (default runs/lm)")
+    t.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the checkpoint in --out (saved after every epoch and on Ctrl-C) "
+        "until --epochs",
+    )
+    t.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --out")
     t.add_argument("--num-preds", type=int, default=50)
     t.add_argument(
         "--nproc",
@@ -93,10 +116,111 @@ def _prepare_prefix(prefix: str) -> str:
     return norm
 
 
+# (argument, config key, default of a new run): options a resumed run must keep
+_FIXED = (
+    ("cell", "cell", "gru"),
+    ("scratch", "scratch", False),
+    ("reset_after", "reset_after", False),
+    ("hiddens", "num_hiddens", 256),
+    ("layers", "num_layers", 1),
+    ("bidirectional", "bidirectional", False),
+    ("source", "data", "builtin"),
+    ("token", "token", "char"),
+    ("max_tokens", "max_tokens", 10000),
+    ("batch_size", "batch_size", 32),
+    ("num_steps", "num_steps", 35),
+    ("random_iter", "use_random_iter", False),
+    ("seed", "seed", 0),
+    ("optimizer", "optimizer", "sgd"),
+)
+# options a resumed run may change (taken from the checkpoint when not given)
+_FREE = (("epochs", "epochs", 500), ("lr", "lr", None), ("clip", "clip", 1.0))
+
+
+def _flag(name: str) -> str:
+    return {"source": "--data/--dataset", "random_iter": "--random-iter"}.get(
+        name, "--" + name.replace("_", "-")
+    )
+
+
+def _checkpoint_config(out: Path) -> dict | None:
+    """``out/config.json`` parsed, or None when ``out`` holds no checkpoint."""
+    path = out / "config.json"
+    if not path.is_file():
+        return None
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path} is not readable JSON ({e})") from None
+    return config if isinstance(config, dict) else {}
+
+
+def _resolve_options(a: argparse.Namespace) -> dict | None:
+    """Fill the options left out: from the checkpoint with --resume, else the defaults.
+
+    Refuses to train into a used folder without --resume/--overwrite and, with --resume,
+    model/data options that differ from the checkpoint's. Returns the checkpoint's
+    config when resuming one, else None.
+    """
+    out = Path(a.out)
+    a.source = a.data if a.data else a.dataset
+    if a.resume and a.overwrite:
+        raise ValueError("--resume and --overwrite exclude each other: continue or replace")
+    previous = _checkpoint_config(out)
+    if previous is not None and not (a.resume or a.overwrite):
+        what = (
+            f"{previous.get('cell')} language model, epoch "
+            f"{previous.get('epochs_done', previous.get('epochs'))} of {previous.get('epochs')}"
+            if "cell" in previous
+            else "not a language model"
+        )
+        raise ValueError(
+            f"{out} already holds a checkpoint ({what}); pass --resume to continue it, "
+            "--overwrite to replace it, or --out for a new folder"
+        )
+    if not a.resume or previous is None:
+        if a.resume and os.environ.get("RANK", "0") == "0":
+            print(f"note: no checkpoint in {out} yet; starting a new run", file=sys.stderr)
+        for name, _, default in (*_FIXED, *_FREE):
+            if getattr(a, name) is None:
+                setattr(a, name, default)
+        return None
+    if "cell" not in previous:
+        raise ValueError(
+            f"{out} holds a translation checkpoint, not a language model from `attnkit lm train`"
+        )
+    if not (out / "trainer.pt").is_file():
+        raise ValueError(
+            f"{out} holds a language model without training state (saved before `attnkit lm "
+            "train` wrote one), so it cannot be resumed; pass --overwrite to replace it, or "
+            "--out for a new folder"
+        )
+    changed = []
+    for name, key, default in _FIXED:
+        given, saved = getattr(a, name), previous.get(key, default)
+        if given is not None and given != saved:
+            changed.append(f"{_flag(name)} {given!r} (checkpoint: {saved!r})")
+        setattr(a, name, saved)
+    if changed:
+        raise ValueError(
+            f"cannot resume {out} with other model/data options: {', '.join(changed)}; "
+            "leave them out (they are read from the checkpoint), or train into a new --out"
+        )
+    for name, key, default in _FREE:
+        if getattr(a, name) is None:
+            setattr(a, name, previous.get(key, default))
+    return previous
+
+
 def run_train(a: argparse.Namespace) -> int:
     from attnkit import distributed
 
-    for name in ("layers", "hiddens", "batch_size", "num_steps", "epochs", "num_preds"):
+    sizes = ("layers", "hiddens", "batch_size", "num_steps", "epochs", "num_preds")
+    for name in sizes:  # the given ones first: before looking at --out
+        if getattr(a, name) is not None:
+            _positive(name.replace("_", "-"), getattr(a, name))
+    _resolve_options(a)
+    for name in sizes:
         _positive(name.replace("_", "-"), getattr(a, name))
     if a.reset_after and not (a.scratch and a.cell == "gru"):
         raise ValueError("--reset-after needs --scratch --cell gru")
@@ -122,15 +246,21 @@ def run_train(a: argparse.Namespace) -> int:
 def _train(a: argparse.Namespace, rank: int, world: int) -> int:
     from attnkit.data.lm import load_lm_data
     from attnkit.models.rnn import build_lm
-    from attnkit.training.lm import generate, train_lm
-    from attnkit.training.lm_checkpoint import atomic_write, save_lm_checkpoint
+    from attnkit.training.lm import LMHistory, LMTrainState, generate, make_optimizer, train_lm
+    from attnkit.training.lm_checkpoint import (
+        atomic_write,
+        save_lm_checkpoint,
+        save_lm_train_state,
+    )
+    from attnkit.training.trainer import TrainingInterrupted
     from attnkit.viz import plot_curves
 
     say = print if rank == 0 else (lambda *args, **kwargs: None)
     if a.threads:
         torch.set_num_threads(a.threads)
     lr = a.lr if a.lr is not None else (1.0 if a.optimizer == "sgd" else 0.01)
-    source = a.data if a.data else a.dataset
+    source = a.source
+    out = Path(a.out)
     torch.manual_seed(a.seed)
     loader, vocab = load_lm_data(
         a.batch_size,
@@ -153,33 +283,7 @@ def _train(a: argparse.Namespace, rank: int, world: int) -> int:
         a.scratch,
         reset_after=a.reset_after,
     ).to(device)
-    kind = ("scratch " if a.scratch else "torch.nn ") + a.cell.upper()
-    if world > 1:
-        say(f"distributed: {world} processes; --batch-size {a.batch_size} is global")
-    say(
-        f"{kind}: {a.layers} layer(s){', bidirectional' if a.bidirectional else ''}, "
-        f"{a.hiddens} hiddens, vocab {len(vocab)}, corpus {len(loader.corpus)} {a.token} tokens "
-        f"from {source}; {a.optimizer} lr {lr}, clip {a.clip}, {a.epochs} epochs"
-    )
-    hist = train_lm(
-        model,
-        loader,
-        num_epochs=a.epochs,
-        lr=lr,
-        optimizer=a.optimizer,
-        clip=a.clip if a.clip > 0 else None,
-        use_random_iter=a.random_iter,
-        device=device,
-        rank=rank,
-        world_size=world,
-        progress=not a.no_progress,
-    )
-    ppl, speed = hist.perplexity[-1], sum(hist.tokens_per_sec) / len(hist.tokens_per_sec)
-    say(f"perplexity {ppl:.2f}, {speed:.1f} tokens/sec on {device}, {hist.seconds:.1f} s")
-    if rank != 0:  # rank 0 alone writes the checkpoint, the plot and the samples
-        return 0
-
-    out = Path(a.out)
+    optimizer = make_optimizer(model, a.optimizer, lr)
     config = {
         "cell": a.cell,
         "scratch": a.scratch,
@@ -200,15 +304,94 @@ def _train(a: argparse.Namespace, rank: int, world: int) -> int:
         "clip": a.clip,
         "seed": a.seed,
         "processes": world,
-        "final_perplexity": ppl,
-        "train_seconds": hist.seconds,
     }
-    save_lm_checkpoint(out, model, vocab, config)
-    history = {"perplexity": hist.perplexity, "tokens_per_sec": hist.tokens_per_sec}
-    atomic_write(
-        out / "history.json",
-        lambda tmp: Path(tmp).write_text(json.dumps(history), encoding="utf-8"),
+    resume = None
+    if a.resume and (out / "trainer.pt").is_file():
+        resume = _load_resume_state(out, config, vocab, model, optimizer, lr, device)
+        if resume.epoch >= a.epochs:
+            say(
+                f"nothing to train: {out} is at epoch {resume.epoch} of --epochs {a.epochs} "
+                "(pass a larger --epochs to train on)"
+            )
+            return 0
+    kind = ("scratch " if a.scratch else "torch.nn ") + a.cell.upper()
+    if world > 1:
+        say(f"distributed: {world} processes; --batch-size {a.batch_size} is global")
+    say(
+        f"{kind}: {a.layers} layer(s){', bidirectional' if a.bidirectional else ''}, "
+        f"{a.hiddens} hiddens, vocab {len(vocab)}, corpus {len(loader.corpus)} {a.token} tokens "
+        f"from {source}; {a.optimizer} lr {lr}, clip {a.clip}, {a.epochs} epochs"
     )
+    if resume is not None:
+        at = f", batch {resume.batch_in_epoch} of epoch {resume.epoch + 1}"
+        say(f"resuming {out} after epoch {resume.epoch}{at if resume.batch_in_epoch else ''}")
+
+    def write_history(hist: LMHistory) -> None:
+        history = {"perplexity": hist.perplexity, "tokens_per_sec": hist.tokens_per_sec}
+        atomic_write(
+            out / "history.json",
+            lambda tmp: Path(tmp).write_text(json.dumps(history), encoding="utf-8"),
+        )
+
+    def save(state: LMTrainState) -> None:
+        if rank != 0:  # rank 0 alone writes the checkpoint
+            return
+        hist = state.history
+        saved = {
+            **config,
+            "epochs_done": state.epoch,
+            "batch_in_epoch": state.batch_in_epoch,
+            "final_perplexity": hist.perplexity[-1] if hist.perplexity else None,
+            "train_seconds": hist.seconds,
+        }
+        # trainer.pt first: it alone is what --resume reads, consistent on its own
+        save_lm_train_state(
+            out,
+            {
+                "config": saved,
+                "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+                "optimizer": optimizer.state_dict(),
+                "epoch": state.epoch,
+                "batch_in_epoch": state.batch_in_epoch,
+                "history": {
+                    "perplexity": list(hist.perplexity),
+                    "tokens_per_sec": list(hist.tokens_per_sec),
+                    "seconds": float(hist.seconds),
+                },
+                "partial": [float(x) for x in state.partial],
+                "hidden": state.hidden,
+                "loader_rng": state.loader_rng,
+                "rng": state.rng,
+            },
+        )
+        save_lm_checkpoint(out, model, vocab, saved)
+        write_history(hist)
+
+    try:
+        hist = train_lm(
+            model,
+            loader,
+            num_epochs=a.epochs,
+            updater=optimizer,
+            clip=a.clip if a.clip > 0 else None,
+            use_random_iter=a.random_iter,
+            device=device,
+            rank=rank,
+            world_size=world,
+            progress=not a.no_progress,
+            on_save=save,
+            resume=resume,
+        )
+    except TrainingInterrupted as e:
+        say(f"\nstopped at {e}; checkpoint saved in {out}, --resume continues from there")
+        raise
+    ppl, speed = hist.perplexity[-1], sum(hist.tokens_per_sec) / len(hist.tokens_per_sec)
+    say(f"perplexity {ppl:.2f}, {speed:.1f} tokens/sec on {device}, {hist.seconds:.1f} s")
+    if rank != 0:  # rank 0 alone writes the checkpoint, the plot and the samples
+        return 0
+
+    # the checkpoint (model.pt, config.json, vocab.json, history.json, trainer.pt) was
+    # written after the last epoch
     fig = plot_curves(
         {"train": hist.perplexity}, ylabel="perplexity", title=f"{kind} on {Path(str(source)).name}"
     )
@@ -230,9 +413,55 @@ def _train(a: argparse.Namespace, rank: int, world: int) -> int:
     )
     print("\n".join(samples))
     print(
-        f"wrote {out}/model.pt, config.json, vocab.json, history.json, perplexity.png, samples.txt"
+        f"wrote {out}/model.pt, config.json, vocab.json, history.json, trainer.pt, "
+        "perplexity.png, samples.txt"
     )
     return 0
+
+
+def _load_resume_state(out: Path, config: dict, vocab, model, optimizer, lr: float, device):
+    """Load ``out/trainer.pt`` into ``model``/``optimizer``; return the ``LMTrainState``."""
+    from attnkit.training.lm import LMHistory, LMTrainState
+    from attnkit.training.lm_checkpoint import load_lm_train_state
+
+    ts = load_lm_train_state(out, map_location=device)
+    saved = ts.get("config", {})
+    changed = [
+        f"{key} {config[key]!r} (saved: {saved.get(key)!r})"
+        for _, key, _ in _FIXED
+        if saved.get(key) != config[key]
+    ]
+    if changed:
+        raise ValueError(
+            f"{out}/trainer.pt does not fit config.json ({', '.join(changed)}); "
+            "the folder is inconsistent: pass --overwrite to replace it"
+        )
+    saved_vocab = out / "vocab.json"
+    if saved_vocab.is_file() and json.loads(saved_vocab.read_text(encoding="utf-8")) != json.loads(
+        json.dumps(vocab.to_dict())
+    ):
+        raise ValueError(
+            f"the vocabulary of {config['data']!r} is not the one {out} was trained with "
+            "(did the data file change?); resume with the same data"
+        )
+    try:
+        model.load_state_dict(ts["model"])
+    except RuntimeError as e:
+        raise ValueError(f"the weights in {out}/trainer.pt do not fit the model: {e}") from None
+    if ts.get("optimizer") is not None:
+        optimizer.load_state_dict(ts["optimizer"])
+        for group in optimizer.param_groups:  # --lr may change on resume
+            group["lr"] = lr
+    h = ts["history"]
+    return LMTrainState(
+        epoch=int(ts["epoch"]),
+        batch_in_epoch=int(ts["batch_in_epoch"]),
+        history=LMHistory(list(h["perplexity"]), list(h["tokens_per_sec"]), float(h["seconds"])),
+        partial=tuple(float(x) for x in ts["partial"]),
+        hidden=ts.get("hidden"),
+        loader_rng=ts.get("loader_rng"),
+        rng=ts.get("rng"),
+    )
 
 
 def run_generate(a: argparse.Namespace) -> int:

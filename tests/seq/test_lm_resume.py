@@ -1,0 +1,192 @@
+"""`attnkit lm train`: a checkpoint after every epoch and on Ctrl-C/SIGTERM, and --resume
+continues it exactly as an uninterrupted run would have gone on."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+import torch
+
+import attnkit.cli
+import attnkit.training.lm as lm_training
+from attnkit.cli import main
+from attnkit.data.lm import LMDataLoader
+from attnkit.training.lm import LMTrainState, train_lm
+
+# ~46 batches per epoch: fast, and long enough to stop in the middle of one
+SMALL = ["--hiddens", "16", "--batch-size", "4", "--num-steps", "8", "--max-tokens", "1500"]
+SMALL += ["--num-preds", "5", "--no-progress", "--threads", "1", "--seed", "3"]
+
+
+@pytest.fixture(autouse=True)
+def _only_the_lm_verb(monkeypatch):
+    monkeypatch.setattr(attnkit.cli, "VERBS", ["lm"])
+
+
+def _train(out, epochs, *extra):
+    return main(["lm", "train", *SMALL, "--epochs", str(epochs), "--out", str(out), *extra])
+
+
+def _state(out):
+    return torch.load(out / "trainer.pt", weights_only=True)
+
+
+def _assert_same_run(a, b):
+    sa, sb = _state(a), _state(b)
+    assert sa["model"].keys() == sb["model"].keys()
+    for name, value in sa["model"].items():
+        assert torch.equal(value, sb["model"][name]), name
+    assert sa["epoch"] == sb["epoch"] and sb["batch_in_epoch"] == 0
+    assert sb["history"]["perplexity"] == pytest.approx(sa["history"]["perplexity"], rel=1e-12)
+    assert torch.equal(
+        torch.load(a / "model.pt", weights_only=True)["linear.weight"],
+        torch.load(b / "model.pt", weights_only=True)["linear.weight"],
+    )
+
+
+def _signal_at(monkeypatch, step, sig):
+    """Send ``sig`` to this process right after the ``step``-th training step (1-based)."""
+    original, calls = lm_training.train_step, []
+
+    def train_step(*args, **kwargs):
+        out = original(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == step:
+            os.kill(os.getpid(), sig)
+        return out
+
+    monkeypatch.setattr(lm_training, "train_step", train_step)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--cell", "gru"], ["--cell", "lstm", "--random-iter", "--optimizer", "adam"]],
+    ids=["sequential-sgd", "random-adam"],
+)
+def test_epochs_then_resume_equal_a_straight_run(tmp_path, extra, capsys):
+    assert _train(tmp_path / "straight", 3, *extra) == 0
+    assert _train(tmp_path / "run", 1, *extra) == 0
+    state = _state(tmp_path / "run")
+    assert (state["epoch"], state["batch_in_epoch"]) == (1, 0)
+    assert len(state["history"]["perplexity"]) == 1 and state["optimizer"] is not None
+    assert _train(tmp_path / "run", 3, "--resume") == 0  # options come from the checkpoint
+    assert "resuming" in capsys.readouterr().out
+    _assert_same_run(tmp_path / "straight", tmp_path / "run")
+    cfg = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert (cfg["epochs"], cfg["epochs_done"]) == (3, 3)
+    assert len(json.loads((tmp_path / "run" / "history.json").read_text())["perplexity"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("sig", "extra"),
+    [(signal.SIGINT, ["--cell", "lstm"]), (signal.SIGTERM, ["--cell", "gru", "--random-iter"])],
+    ids=["SIGINT-sequential-lstm", "SIGTERM-random-gru"],
+)
+def test_a_signal_mid_epoch_saves_and_resume_equals_a_straight_run(
+    tmp_path, monkeypatch, capsys, sig, extra
+):
+    assert _train(tmp_path / "straight", 2, *extra) == 0
+    per_epoch = len(list(LMDataLoader(list(range(1500)), 4, 8, "--random-iter" in extra, seed=3)))
+    _signal_at(monkeypatch, per_epoch + 5, sig)  # a few batches into epoch 2
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    assert _train(tmp_path / "run", 2, *extra) == 130
+    out = capsys.readouterr().out
+    assert "stopping after this step" in out
+    assert "stopped at epoch 2, batch " in out and "--resume continues from there" in out
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    state = _state(tmp_path / "run")
+    assert state["epoch"] == 1 and 0 < state["batch_in_epoch"] < per_epoch
+    if "--random-iter" in extra:
+        assert state["hidden"] is None
+    else:  # the carried LSTM state (H, C), all batch rows
+        assert isinstance(state["hidden"], tuple) and state["hidden"][0].shape == (1, 4, 16)
+    monkeypatch.undo()
+    monkeypatch.setattr(attnkit.cli, "VERBS", ["lm"])
+    assert _train(tmp_path / "run", 2, "--resume") == 0
+    assert "batch" in capsys.readouterr().out
+    _assert_same_run(tmp_path / "straight", tmp_path / "run")
+
+
+def test_a_signal_during_the_last_batch_stops_at_the_epoch_end(tmp_path, monkeypatch, capsys):
+    per_epoch = len(list(LMDataLoader(list(range(1500)), 4, 8, seed=3)))
+    _signal_at(monkeypatch, per_epoch, signal.SIGINT)
+    assert _train(tmp_path / "run", 3) == 130
+    assert "stopped at the end of epoch 1" in capsys.readouterr().out
+    state = _state(tmp_path / "run")
+    assert (state["epoch"], state["batch_in_epoch"]) == (1, 0)
+
+
+def test_resume_refuses_other_model_or_data_options(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert _train(run, 1) == 0
+    capsys.readouterr()
+    for change, said in [
+        (["--hiddens", "32"], "--hiddens 32 (checkpoint: 16)"),
+        (["--num-steps", "10"], "--num-steps 10 (checkpoint: 8)"),
+        (["--random-iter"], "--random-iter True (checkpoint: False)"),
+        (["--cell", "lstm"], "--cell 'lstm' (checkpoint: 'gru')"),
+        (["--dataset", "time_machine"], "--data/--dataset 'time_machine' (checkpoint: 'builtin')"),
+        (["--optimizer", "adam"], "--optimizer 'adam' (checkpoint: 'sgd')"),
+    ]:
+        argv = ["lm", "train", "--resume", "--out", str(run), "--epochs", "2", *change]
+        assert main(argv) == 1, change
+        err = capsys.readouterr().err
+        assert f"cannot resume {run} with other model/data options: {said}" in err, err
+    # the same values, given again, are fine; --lr and --clip may change
+    assert _train(run, 2, "--resume", "--lr", "0.5") == 0
+    assert _state(run)["optimizer"]["param_groups"][0]["lr"] == 0.5
+    assert main(["lm", "train", "--resume", "--overwrite", "--out", str(run)]) == 1
+    assert "--resume and --overwrite exclude each other" in capsys.readouterr().err
+    assert _train(run, 2, "--resume") == 0  # nothing left to do
+    assert "nothing to train" in capsys.readouterr().out
+
+
+def test_a_used_folder_needs_resume_or_overwrite(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert _train(run, 1) == 0
+    capsys.readouterr()
+    assert _train(run, 1) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"{run} already holds a checkpoint (gru language model, epoch 1 of 1); pass --resume "
+        "to continue it, --overwrite to replace it, or --out for a new folder"
+    ) in err
+    assert _train(run, 1, "--overwrite", "--cell", "rnn") == 0
+    assert json.loads((run / "config.json").read_text())["cell"] == "rnn"
+    # a checkpoint without training state (older attnkit) cannot be resumed
+    (run / "trainer.pt").unlink()
+    assert _train(run, 2, "--resume") == 1
+    assert "without training state" in capsys.readouterr().err
+    # --resume into an empty folder starts a new run
+    assert _train(tmp_path / "new", 1, "--resume") == 0
+    assert "no checkpoint in" in capsys.readouterr().err
+
+
+def test_train_lm_resume_api_skips_done_batches(tmp_path):
+    """Library level: on_save/resume with an in-memory state (no CLI)."""
+    from attnkit.models.rnn import build_lm
+
+    corpus = [i % 7 + 1 for i in range(400)]
+
+    def run(epochs, resume=None, model=None, opt=None):
+        loader = LMDataLoader(corpus, 3, 5, seed=0)
+        torch.manual_seed(0)
+        model = model or build_lm("rnn", 8, 8)
+        opt = opt or torch.optim.SGD(model.parameters(), lr=0.5)
+        saved: list[LMTrainState] = []
+        train_lm(
+            model, loader, num_epochs=epochs, updater=opt, progress=False,
+            on_save=saved.append, resume=resume,
+        )  # fmt: skip
+        return model, opt, saved
+
+    straight, _, _ = run(3)
+    model, opt, saved = run(1)
+    assert [s.epoch for s in saved] == [1] and saved[0].loader_rng is not None
+    resumed, _, saved2 = run(3, resume=saved[-1], model=model, opt=opt)
+    assert [s.epoch for s in saved2] == [2, 3] and len(saved2[-1].history.perplexity) == 3
+    for a, b in zip(straight.parameters(), resumed.parameters(), strict=True):
+        assert torch.equal(a, b)
