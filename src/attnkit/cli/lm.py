@@ -244,6 +244,8 @@ def run_train(a: argparse.Namespace) -> int:
 
 
 def _train(a: argparse.Namespace, rank: int, world: int) -> int:
+    import matplotlib.pyplot as plt
+
     from attnkit.data.lm import load_lm_data
     from attnkit.models.rnn import build_lm
     from attnkit.training.lm import LMHistory, LMTrainState, generate, make_optimizer, train_lm
@@ -396,6 +398,7 @@ def _train(a: argparse.Namespace, rank: int, world: int) -> int:
         {"train": hist.perplexity}, ylabel="perplexity", title=f"{kind} on {Path(str(source)).name}"
     )
     atomic_write(out / "perplexity.png", lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+    plt.close(fig)  # written: do not keep it open in this process
     samples = []
     prefixes = DEFAULT_PREFIXES if a.token == "char" else ("the",)
     gen = torch.Generator().manual_seed(a.seed)

@@ -17,6 +17,8 @@ def register(sub) -> None:
 
 
 def run_tour(out: Path, seed: int = 0) -> int:
+    import matplotlib.pyplot as plt
+
     from attnkit.attention import (
         AdditiveAttention,
         DotProductAttention,
@@ -28,6 +30,7 @@ def run_tour(out: Path, seed: int = 0) -> int:
 
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
+    figures = []
     torch.manual_seed(seed)
     data = make_nw_data(seed=seed)
 
@@ -52,13 +55,16 @@ def run_tour(out: Path, seed: int = 0) -> int:
         fig.axes[0].legend()
         p = out / f"nw_{name}.png"
         fig.savefig(p, bbox_inches="tight", dpi=120)
+        figures.append(fig)
         written.append(p)
         p = out / f"nw_{name}_attention.png"
-        show_heatmaps(
-            model.attention_weights.unsqueeze(0).unsqueeze(0),
-            xlabel="sorted training inputs",
-            ylabel="sorted testing inputs",
-            path=p,
+        figures.append(
+            show_heatmaps(
+                model.attention_weights.unsqueeze(0).unsqueeze(0),
+                xlabel="sorted training inputs",
+                ylabel="sorted testing inputs",
+                path=p,
+            )
         )
         written.append(p)
     print(f"Nadaraya-Watson test MSE: non-parametric {mse_fixed:.3f}, parametric {mse_param:.3f}")
@@ -77,31 +83,42 @@ def run_tour(out: Path, seed: int = 0) -> int:
     print(f"dot-product attention output: {out_dot.squeeze(1).tolist()}")
     for name, module in (("additive", additive), ("dot_product", dot)):
         p = out / f"scoring_{name}.png"
-        show_heatmaps(
-            module.attention_weights.reshape(1, 1, 2, 10), xlabel="Keys", ylabel="Queries", path=p
+        figures.append(
+            show_heatmaps(
+                module.attention_weights.reshape(1, 1, 2, 10),
+                xlabel="Keys",
+                ylabel="Queries",
+                path=p,
+            )
         )
         written.append(p)
 
     # 3. Positional encoding
     P = sinusoidal_table(60, 32)
     p = out / "positional_encoding.png"
-    plot_curves(
-        {f"col {d}": P[:, d].tolist() for d in range(6, 10)},
-        xlabel="row (position)",
-        title="sinusoidal positional encoding",
-        path=p,
+    figures.append(
+        plot_curves(
+            {f"col {d}": P[:, d].tolist() for d in range(6, 10)},
+            xlabel="row (position)",
+            title="sinusoidal positional encoding",
+            path=p,
+        )
     )
     written.append(p)
     p = out / "positional_encoding_heatmap.png"
-    show_heatmaps(
-        P.unsqueeze(0).unsqueeze(0),
-        xlabel="column (encoding dimension)",
-        ylabel="row (position)",
-        figsize=(3.5, 4),
-        cmap="Blues",
-        path=p,
+    figures.append(
+        show_heatmaps(
+            P.unsqueeze(0).unsqueeze(0),
+            xlabel="column (encoding dimension)",
+            ylabel="row (position)",
+            figsize=(3.5, 4),
+            cmap="Blues",
+            path=p,
+        )
     )
     written.append(p)
+    for fig in figures:  # all written: do not keep them open in this process
+        plt.close(fig)
     print(f"wrote {len(written)} figures:")
     for p in written:
         print(f"  {p}")
