@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import math
 import random
-import signal
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -36,6 +34,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from attnkit.data.text import Vocab
 from attnkit.training.checkpoint import get_rng_state, set_rng_state
+from attnkit.training.stop import StopSignals
 
 __all__ = [
     "EpochStats",
@@ -379,38 +378,6 @@ def _rank_rows(state, dim: int, rank: int, world: int, device):
     return _map_state(state, take)
 
 
-class _StopSignals:
-    """Ctrl-C / SIGTERM: ask to stop after the current step; a second Ctrl-C stops now."""
-
-    def __init__(self, verbose: bool) -> None:
-        self.requested = False
-        self.verbose = verbose
-        self.previous: dict = {}
-
-    def __call__(self) -> bool:
-        return self.requested
-
-    def _handle(self, signum, frame) -> None:
-        if self.requested:  # asked twice: stop at once, without saving
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            raise KeyboardInterrupt
-        self.requested = True
-        if self.verbose:
-            print("\nstopping after this step (Ctrl-C again to stop at once)", flush=True)
-
-    def __enter__(self) -> _StopSignals:
-        if threading.current_thread() is threading.main_thread():
-            self.previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-            for sig in self.previous:
-                signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
-        self.requested = False
-
-
 def train_lm(
     model,
     data_iter: Iterable[tuple[Tensor, Tensor]],
@@ -493,7 +460,7 @@ def train_lm(
             total=num_epochs,
         )  # fmt: skip
         epochs = bar
-    stopper = _StopSignals(verbose=rank == 0) if on_save is not None else None
+    stopper = StopSignals(verbose=rank == 0) if on_save is not None else None
 
     def snapshot(epoch: int, done: int, partial, hidden_state) -> LMTrainState:
         history.seconds = base_seconds + time.perf_counter() - start

@@ -24,8 +24,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import signal
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +44,7 @@ from attnkit.training.checkpoint import (
     set_rng_state,
 )
 from attnkit.training.losses import masked_cross_entropy
+from attnkit.training.stop import StopSignals
 
 __all__ = [
     "TrainConfig",
@@ -249,7 +248,7 @@ class Trainer:
         self.epoch = 0  # epochs done
         self.batch_in_epoch = 0  # batches of the current epoch done (> 0 after an interrupt)
         self._partial = (0.0, 0.0)  # loss sum and tokens of those batches (all ranks)
-        self._stop_requested = False  # set by the SIGINT/SIGTERM handler of fit()
+        self._stop = StopSignals(verbose=self.rank == 0)  # its handlers are on during fit()
         self._stop_now = False  # the same, agreed by every rank at the end of a step
         self.history: dict[str, list[float]] = {
             "epoch": [],
@@ -276,7 +275,7 @@ class Trainer:
             packed = torch.stack(
                 [
                     num_tokens.detach().to(torch.float64),
-                    torch.tensor(float(self._stop_requested), device=num_tokens.device),
+                    torch.tensor(float(self._stop.requested), device=num_tokens.device),
                 ]
             )
             dist.all_reduce(packed)
@@ -360,9 +359,9 @@ class Trainer:
         cfg = self.config
         if self.step == 0 and self.epoch == 0 and self.batch_in_epoch == 0:
             torch.manual_seed(cfg.seed)
-        restore = self._catch_stop_signals()
         try:
-            return self._fit()
+            with self._stop:
+                return self._fit()
         except TrainingInterrupted as e:
             where = f"stopped at {e}"
             if cfg.out_dir is not None:
@@ -372,36 +371,12 @@ class Trainer:
                 print(f"\n{where}", flush=True)
             raise
         finally:
-            restore()
+            self._stop_now = False
 
     def _should_stop(self) -> bool:
         # one process: as soon as asked; several: when the last step's all-reduce said so
         # (every rank then stops after the same step)
-        return self._stop_requested if self.world_size == 1 else self._stop_now
-
-    def _catch_stop_signals(self):
-        """Ctrl-C / SIGTERM: finish the current step, save, stop. A second Ctrl-C stops now."""
-        if threading.current_thread() is not threading.main_thread():
-            return lambda: None
-        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-        def request_stop(signum, frame):
-            if self._stop_requested:  # asked twice: stop at once, without saving
-                signal.signal(signal.SIGINT, signal.default_int_handler)
-                raise KeyboardInterrupt
-            self._stop_requested = True
-            if self.is_main:
-                print("\nstopping after this step (Ctrl-C again to stop at once)", flush=True)
-
-        for sig in previous:
-            signal.signal(sig, request_stop)
-
-        def restore() -> None:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            self._stop_requested = self._stop_now = False
-
-        return restore
+        return self._stop.requested if self.world_size == 1 else self._stop_now
 
     def _fit(self) -> dict[str, list[float]]:
         cfg = self.config
