@@ -65,11 +65,15 @@ def attention_maps(
     sentence: str,
     *,
     tokens: list[int] | None = None,
+    finished: bool = True,
     max_len: int | None = None,
 ) -> AttentionMaps:
     """Translate ``sentence`` greedily (or take ``tokens``) and collect its attention maps.
 
     ``data`` provides ``encode_source`` and the vocabularies (a ``TranslationData``).
+    ``tokens`` (``<eos>`` excluded) come with ``finished``: whether the search ended
+    them with ``<eos>`` (False when it stopped at its step limit), so that the last
+    decoder row is labelled ``<eos>`` only when the model produced it.
     """
     src_vocab, tgt_vocab = data.src_vocab, data.tgt_vocab
     bos, eos = tgt_vocab["<bos>"], tgt_vocab["<eos>"]
@@ -79,7 +83,6 @@ def attention_maps(
     was_training = model.training
     model.eval()
     try:
-        finished = True
         if tokens is None:
             max_len = data.max_len + 2 if max_len is None else max_len
             res = greedy_decode(model, src, src_len, bos_id=bos, eos_id=eos, max_len=max_len)

@@ -41,6 +41,23 @@ def test_transformer_maps_shapes_labels_and_rows(data, tmp_path):
     assert len(names) == 3 * 2 * 2
 
 
+def test_unfinished_hypothesis_has_no_eos_row(data):
+    """A search stopped at its step limit: rows are the tokens produced, none labelled <eos>."""
+    torch.manual_seed(0)
+    cfg = {"d_model": 16, "num_heads": 2, "num_layers": 1, "d_ff": 32, "dropout": 0.0}
+    model = build_model("transformer", cfg, len(data.src_vocab), len(data.tgt_vocab))
+    sentence = " ".join(data.test[0][0])
+    maps = attention_maps(model, data, sentence, tokens=[4, 5, 6], finished=False)
+    assert maps.outputs == data.tgt_vocab.to_tokens([4, 5, 6])
+    assert maps.decoder_inputs == ["<bos>", *data.tgt_vocab.to_tokens([4, 5])]
+    assert maps.cross.shape == (1, 2, 3, len(maps.source))
+    # greedy decoding that hits max_len reports the same way
+    greedy = attention_maps(model, data, sentence, max_len=2)
+    assert len(greedy.outputs) == len(greedy.decoder_inputs) <= 2
+    assert "<eos>" not in greedy.outputs[:-1]
+    assert greedy.outputs[-1] == "<eos>" or len(greedy.outputs) == 2
+
+
 def test_bahdanau_maps_single_alignment(data):
     torch.manual_seed(0)
     model = build_model(

@@ -1,6 +1,7 @@
 """Attention building blocks."""
 
 from attnkit.attention.kernel_regression import NadarayaWatson, NWKernelRegression
+from attnkit.attention.key_padding import key_padded_attention
 from attnkit.attention.masking import (
     as_mask,
     causal_mask,
@@ -22,6 +23,7 @@ __all__ = [
     "PositionalEncoding",
     "as_mask",
     "causal_mask",
+    "key_padded_attention",
     "lengths_to_mask",
     "masked_softmax",
     "record_attention",

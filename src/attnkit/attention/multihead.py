@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit._validate import positive_int
+from attnkit.attention import key_padding
 from attnkit.attention.masking import causal_mask, check_valid_lens, lengths_to_mask
 from attnkit.attention.scoring import DotProductAttention, scaled_dot_product
 
@@ -160,6 +161,8 @@ class MultiHeadAttention(nn.Module):
         v: Tensor,  # (B, H, K, Dh)
         mask: Tensor | None = None,  # bool, broadcastable to (B, H, Q, K)
         need_weights: bool | None = None,
+        *,
+        key_lens: Tensor | None = None,  # (B,), when mask is exactly these key lengths
     ) -> Tensor:  # (B, Q, D)
         self._check_input("queries", queries, self.W_q.in_features)
         if queries.shape[0] != k.shape[0]:
@@ -167,7 +170,7 @@ class MultiHeadAttention(nn.Module):
                 f"queries and keys must share the batch size, got {queries.shape[0]} and {k.shape[0]}"
             )
         q = self._split(self.W_q(queries))  # (B, H, Q, Dh)
-        return self.attend_heads(q, k, v, mask, need_weights)
+        return self.attend_heads(q, k, v, mask, need_weights, key_lens=key_lens)
 
     def attend_heads(
         self,
@@ -176,12 +179,27 @@ class MultiHeadAttention(nn.Module):
         v: Tensor,
         mask: Tensor | None = None,
         need_weights: bool | None = None,
+        *,
+        key_lens: Tensor | None = None,
     ) -> Tensor:
-        """Per-head attention of projected q (B, H, Q, Dh), k, v (B, H, K, Dh) -> (B, Q, D)."""
+        """Per-head attention of projected q (B, H, Q, Dh), k, v (B, H, K, Dh) -> (B, Q, D).
+
+        ``key_lens`` (B,) may be given when ``mask`` is exactly these key lengths; long
+        keys on CPU then skip the padding (see ``attention.key_padding``).
+        """
         B, _, Q, _ = q.shape
         want = self.wants_weights() if need_weights is None else need_weights
         p = self.attention.dropout if self.training else 0.0
-        out, weights = scaled_dot_product(q, k, v, mask, p, want)  # (B, H, Q, Dh)
+        if (
+            key_lens is not None
+            and not want
+            and p == 0.0
+            and k.shape[2] >= key_padding.MIN_KEYS
+            and key_padding.available(q)
+        ):
+            out, weights = key_padding.key_padded_attention(q, k, v, key_lens), None
+        else:
+            out, weights = scaled_dot_product(q, k, v, mask, p, want)  # (B, H, Q, Dh)
         self.attention.attention_weights = (
             None if weights is None else weights.reshape(-1, Q, k.shape[2])  # (B*H, Q, K)
         )
@@ -204,10 +222,19 @@ class MultiHeadAttention(nn.Module):
         mask = self.build_mask(
             queries.shape[0], queries.shape[1], keys.shape[1], valid_lens, causal, queries.device
         )
+        key_lens = None  # plain key lengths: long keys can skip the padding on CPU
+        if (
+            isinstance(valid_lens, Tensor)
+            and valid_lens.dtype != torch.bool
+            and valid_lens.dim() == 1
+            and not causal
+        ):
+            key_lens = valid_lens  # integer (B,): build_mask has checked it
         if queries is keys and keys is values:
-            return self.self_attend(queries, mask, need_weights)
+            q, k, v = self.project_qkv(queries)
+            return self.attend_heads(q, k, v, mask, need_weights, key_lens=key_lens)
         k, v = self.project_kv(keys, values)
-        return self.attend(queries, k, v, mask, need_weights)
+        return self.attend(queries, k, v, mask, need_weights, key_lens=key_lens)
 
     def self_attend(
         self,

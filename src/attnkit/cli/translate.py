@@ -389,19 +389,21 @@ def run_run(args: argparse.Namespace) -> int:
     device = next(model.parameters()).device
     with torch.inference_mode():
         best = _decode(model, data, sentences, steps, args.beam, args.length_penalty, device)
-    for ids in best:
+    for ids, _ in best:
         print(" ".join(data.tgt_vocab.to_tokens(ids)))
     if heatmap is not None:
-        for i, (sentence, ids) in enumerate(zip(sentences, best)):
+        for i, (sentence, (ids, finished)) in enumerate(zip(sentences, best)):
             target = heatmap if len(best) == 1 else heatmap.with_stem(f"{heatmap.stem}-{i}")
-            maps = attention_maps(model, data, sentence, tokens=ids)
+            maps = attention_maps(model, data, sentence, tokens=ids, finished=finished)
             plot_attention_maps(maps, target, all_heads=args.all_heads)
             print(f"heatmap: {target}", file=sys.stderr)
     return 0
 
 
-def _decode(model, data, sentences, steps, beam, length_penalty, device) -> list[list[int]]:
-    """Token ids (``<eos>`` excluded) of the best translation of each sentence."""
+def _decode(
+    model, data, sentences, steps, beam, length_penalty, device
+) -> list[tuple[list[int], bool]]:
+    """Per sentence: the best translation's ids (``<eos>`` excluded) and whether it ended."""
     from attnkit.beam_search import BeamSearch
     from attnkit.decoding import greedy_decode
 
@@ -411,8 +413,9 @@ def _decode(model, data, sentences, steps, beam, length_penalty, device) -> list
     src, src_len = src.to(device), src_len.to(device)
     if beam is not None:
         search = BeamSearch(beam, steps, bos, eos, length_penalty)
-        return [list(hyps[0].tokens) for hyps in search(model, src, src_len)]
-    return greedy_decode(model, src, src_len, bos_id=bos, eos_id=eos, max_len=steps).tokens
+        return [(list(h[0].tokens), h[0].finished) for h in search(model, src, src_len)]
+    res = greedy_decode(model, src, src_len, bos_id=bos, eos_id=eos, max_len=steps)
+    return list(zip(res.tokens, res.finished))
 
 
 def _short(sentence: str, limit: int = 60) -> str:

@@ -225,7 +225,7 @@ class ModelService:
             tokens, finished = None, True
             if beam_size > 1:
                 tokens, finished = self._beam(text, beam_size)
-            maps = attention_maps(self.model, self.data, text, tokens=tokens)
+            maps = attention_maps(self.model, self.data, text, tokens=tokens, finished=finished)
             seconds = time.perf_counter() - start
         if tokens is None:  # greedy: finished when the outputs end with <eos>
             finished = bool(maps.outputs) and maps.outputs[-1] == "<eos>"
