@@ -95,6 +95,7 @@ def test_multihead_attention_routes_long_padded_keys(monkeypatch):
     mha(X, X, X, lens, causal=True)
     mha(X, X, X, lens[:, None].expand(3, K).contiguous())
     mha(X[:, : K - 1], X[:, : K - 1], X[:, : K - 1], lens.clamp(max=K - 1))  # too short
+    mha(X[:, :1], X, X, lens)  # one query per row (a decoding step): batched kernel
     mha.train()
     mha.attention.dropout = 0.1
     mha(X, X, X, lens)

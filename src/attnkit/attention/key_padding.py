@@ -12,8 +12,9 @@ a row with no valid key gives a zero output, as everywhere in attnkit.
 It pays off when keys are long and lengths vary: on 2 cores, batch 32, 8 heads,
 Dh 32 and uniform random lengths, the attention core (forward + backward) takes about
 0.65x the masked kernel's time at K = 512 and about 0.9x at K = 128 (see
-benchmarks/attention.py). Each row costs two kernel launches, so it is used only on CPU,
-for K >= ``MIN_KEYS``, without dropout and when no weights are requested.
+benchmarks/attention.py). Each row costs two kernel launches, so MultiHeadAttention uses
+it only on CPU, for K >= ``MIN_KEYS`` keys and Q >= ``MIN_QUERIES`` queries (not for
+one-position decoding steps), without dropout and when no weights are requested.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import torch
 from torch import Tensor
 from torch.autograd.function import FunctionCtx, once_differentiable
 
-__all__ = ["MIN_KEYS", "available", "key_padded_attention"]
+__all__ = ["MIN_KEYS", "MIN_QUERIES", "available", "key_padded_attention"]
 
 MIN_KEYS = 128  # below this the per-row launches cost more than the skipped padding saves
+MIN_QUERIES = 32  # with fewer queries per row, too little work per launch
 
 _aten = torch.ops.aten
 

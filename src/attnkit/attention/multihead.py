@@ -195,6 +195,7 @@ class MultiHeadAttention(nn.Module):
             and not want
             and p == 0.0
             and k.shape[2] >= key_padding.MIN_KEYS
+            and Q >= key_padding.MIN_QUERIES
             and key_padding.available(q)
         ):
             out, weights = key_padding.key_padded_attention(q, k, v, key_lens), None
