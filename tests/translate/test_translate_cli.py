@@ -103,6 +103,7 @@ def test_eval_reports_bleu_and_chrf(trained, capsys):
         (["train", "--arch", "bahdanau", "--model-config", "heads=2"], "unknown config key"),
         (["train", "--arch", "seq2seq", "--num-layers", "0"], "num_layers must be a positive"),
         (["train", "--arch", "seq2seq", "--epochs", "0"], "epochs must be a positive int"),
+        (["train", "--arch", "seq2seq", "--beta2", "1.0"], "beta2 must be in [0, 1), got 1.0"),
         (["train"], "--arch is required"),
     ],
 )
@@ -165,3 +166,20 @@ def test_training_without_a_validation_split_says_so(tmp_path, capsys):
     assert main([*argv, *TINY, "--val-fraction", "0"]) == 0
     text = capsys.readouterr().out
     assert "no validation split" in text and "nan" not in text
+
+
+def test_adam_betas_flags_reach_the_optimizer_and_the_checkpoint(tmp_path, monkeypatch):
+    """--beta1/--beta2 (the book's Adam keeps PyTorch's 0.999): recorded and used."""
+    from attnkit.training import trainer as trainer_module
+
+    seen = []
+    real = trainer_module._make_optimizer
+    monkeypatch.setattr(
+        trainer_module, "_make_optimizer", lambda p, c: seen.append(real(p, c)) or seen[-1]
+    )
+    out = tmp_path / "betas"
+    argv = ["translate", "train", "--arch", "seq2seq", "--epochs", "1", "--out", str(out)]
+    assert main([*argv, *TINY, "--beta1", "0.8", "--beta2", "0.999"]) == 0
+    assert seen[0].param_groups[0]["betas"] == (0.8, 0.999)
+    train_config = json.loads((out / "config.json").read_text())["train_config"]
+    assert (train_config["beta1"], train_config["beta2"]) == (0.8, 0.999)

@@ -38,6 +38,8 @@ _TRAIN_FLAGS: dict[str, tuple[str, Any, str]] = {
     "--clip": ("clip", float, "max gradient norm (default 1.0)"),
     "--label-smoothing": ("label_smoothing", float, "default 0"),
     "--optimizer": ("optimizer", str, "adam (default) or sgd"),
+    "--beta1": ("beta1", float, "Adam beta1 (default 0.9)"),
+    "--beta2": ("beta2", float, "Adam beta2 (default 0.98, Vaswani et al.; the book: 0.999)"),
     "--schedule": ("schedule", str, "constant (default) or inverse_sqrt"),
     "--warmup-steps": ("warmup_steps", int, "warm-up steps of inverse_sqrt"),
     "--seed": ("seed", int, "seed of the model init, batches and data split (default 0)"),
