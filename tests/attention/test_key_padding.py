@@ -104,11 +104,18 @@ def test_multihead_attention_routes_long_padded_keys(monkeypatch):
 
 def test_errors_name_the_argument():
     q = torch.randn(2, 1, 3, 4)
-    with pytest.raises(ValueError, match=r"lens must lie in \[0, 3\], got values in \[-1, 2\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"lens must lie in \[0, 3\] \(the number of keys\), got values in \[-1, 2\]",
+    ):
         key_padded_attention(q, q, q, torch.tensor([2, -1]))
     with pytest.raises(ValueError, match=r"lens must have shape \(B,\) = \(2,\), got \(3,\)"):
         key_padded_attention(q, q, q, torch.tensor([1, 2, 3]))
-    with pytest.raises(TypeError, match="lens must be an integer tensor"):
+    with pytest.raises(ValueError, match=r"lens must have shape \(B,\) = \(2,\), got \(2, 3\)"):
+        key_padded_attention(q, q, q, torch.ones(2, 3, dtype=torch.long))  # per-query lengths
+    with pytest.raises(
+        TypeError, match=r"lens must have an integer dtype \(lengths\), got torch\.float32"
+    ):
         key_padded_attention(q, q, q, torch.tensor([1.0, 2.0]))
     with pytest.raises(ValueError, match=r"q, k, v must be \(B, H, T, Dh\)"):
         key_padded_attention(q[0], q[0], q[0], torch.tensor([1]))

@@ -23,6 +23,8 @@ import torch
 from torch import Tensor
 from torch.autograd.function import FunctionCtx, once_differentiable
 
+from attnkit.attention.masking import check_valid_lens
+
 __all__ = ["MIN_KEYS", "MIN_QUERIES", "available", "key_padded_attention"]
 
 MIN_KEYS = 128  # below this the per-row launches cost more than the skipped padding saves
@@ -44,10 +46,11 @@ class _KeyPaddedAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx: FunctionCtx, q: Tensor, k: Tensor, v: Tensor, lens: list[int]) -> Tensor:
         B, H, Q, _ = q.shape
-        out = q.new_zeros(B, Q, H, v.shape[-1]).transpose(1, 2)  # (B, H, Q, Dv), 0 for empty rows
+        out = q.new_empty(B, Q, H, v.shape[-1]).transpose(1, 2)  # (B, H, Q, Dv)
         logsumexps: list[Tensor | None] = []
         for b, n in enumerate(lens):
-            if n == 0:
+            if n == 0:  # no key to attend: zero output
+                out[b].zero_()
                 logsumexps.append(None)
                 continue
             o, lse = _aten._scaled_dot_product_flash_attention_for_cpu(
@@ -65,12 +68,14 @@ class _KeyPaddedAttention(torch.autograd.Function):
         q, k, v, out = ctx.saved_tensors
         B, H, Q, Dh = q.shape
         K = k.shape[2]
-        # (B, T, H, Dh) memory viewed as (B, H, T, Dh), the layout the heads came from
-        dq = q.new_zeros(B, Q, H, Dh).transpose(1, 2)
+        # (B, T, H, Dh) memory viewed as (B, H, T, Dh), the layout the heads came from;
+        # every row of dq is written below, dk and dv keep zeros at the padded keys
+        dq = q.new_empty(B, Q, H, Dh).transpose(1, 2)
         dk = k.new_zeros(B, K, H, Dh).transpose(1, 2)
         dv = v.new_zeros(B, K, H, v.shape[-1]).transpose(1, 2)
         for b, n in enumerate(ctx.lens):
             if n == 0:
+                dq[b].zero_()
                 continue
             gq, gk, gv = _aten._scaled_dot_product_flash_attention_for_cpu_backward(
                 grad_out[b : b + 1],
@@ -108,12 +113,5 @@ def key_padded_attention(
             "q, k, v must be (B, H, T, Dh), got shapes "
             f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
         )
-    B, K = k.shape[0], k.shape[2]
-    if not isinstance(lens, Tensor) or lens.dtype.is_floating_point or lens.dtype == torch.bool:
-        raise TypeError(f"lens must be an integer tensor (B,), got {getattr(lens, 'dtype', lens)}")
-    if tuple(lens.shape) != (B,):
-        raise ValueError(f"lens must have shape (B,) = ({B},), got {tuple(lens.shape)}")
-    values = [int(n) for n in lens.tolist()]
-    if values and (min(values) < 0 or max(values) > K):
-        raise ValueError(f"lens must lie in [0, {K}], got values in [{min(values)}, {max(values)}]")
-    return _KeyPaddedAttention.apply(q, k, v, values)
+    check_valid_lens(lens, k.shape[0], q.shape[2], k.shape[2], name="lens", per_query=False)
+    return _KeyPaddedAttention.apply(q, k, v, lens.tolist())

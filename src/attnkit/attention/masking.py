@@ -24,9 +24,17 @@ __all__ = [
 
 
 def check_valid_lens(
-    valid_lens: Tensor, batch: int, num_queries: int, num_keys: int, name: str = "valid_lens"
+    valid_lens: Tensor,
+    batch: int,
+    num_queries: int,
+    num_keys: int,
+    name: str = "valid_lens",
+    per_query: bool = True,
 ) -> None:
-    """Raise a clear error unless ``valid_lens`` is (B,) or (B, Q) integers in [0, K]."""
+    """Raise a clear error unless ``valid_lens`` is (B,) or (B, Q) integers in [0, K].
+
+    With ``per_query=False`` only key lengths (B,) are accepted.
+    """
     if not isinstance(valid_lens, Tensor):
         raise TypeError(
             f"{name} must be a torch.Tensor of integers, got {type(valid_lens).__name__}"
@@ -43,6 +51,8 @@ def check_valid_lens(
         expected = (batch, num_queries)
     else:
         expected = ()
+    if not per_query and tuple(valid_lens.shape) != (batch,):
+        raise ValueError(f"{name} must have shape (B,) = ({batch},), got {tuple(valid_lens.shape)}")
     if tuple(valid_lens.shape) != expected:
         raise ValueError(
             f"{name} must have shape (B,) = ({batch},) or (B, Q) = ({batch}, {num_queries}), "

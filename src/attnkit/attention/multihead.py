@@ -232,8 +232,7 @@ class MultiHeadAttention(nn.Module):
         ):
             key_lens = valid_lens  # integer (B,): build_mask has checked it
         if queries is keys and keys is values:
-            q, k, v = self.project_qkv(queries)
-            return self.attend_heads(q, k, v, mask, need_weights, key_lens=key_lens)
+            return self.self_attend(queries, mask, need_weights, key_lens=key_lens)
         k, v = self.project_kv(keys, values)
         return self.attend(queries, k, v, mask, need_weights, key_lens=key_lens)
 
@@ -242,9 +241,11 @@ class MultiHeadAttention(nn.Module):
         X: Tensor,  # (B, T, D): queries, keys and values at once
         mask: Tensor | None = None,  # bool, broadcastable to (B, H, T, T)
         need_weights: bool | None = None,
+        *,
+        key_lens: Tensor | None = None,  # (B,), when mask is exactly these key lengths
     ) -> Tensor:  # (B, T, D)
         """Self-attention with one fused projection of queries, keys and values."""
-        return self.attend_heads(*self.project_qkv(X), mask, need_weights)
+        return self.attend_heads(*self.project_qkv(X), mask, need_weights, key_lens=key_lens)
 
     def project_qkv(self, X: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """X (B, T, D) -> q, k, v, each (B, H, T, Dh), with one matmul X @ [W_q; W_k; W_v]ᵀ."""

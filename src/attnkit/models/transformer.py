@@ -158,9 +158,7 @@ def _padding_mask(valid_lens: Tensor | None, B: int, S: int, device) -> Tensor |
     """Key lengths (B,) -> bool (B, 1, 1, S); None stays None."""
     if valid_lens is None:
         return None
-    check_valid_lens(valid_lens, B, 1, S, name="valid_lens")
-    if valid_lens.dim() != 1:
-        raise ValueError(f"valid_lens must be (B,), got shape {tuple(valid_lens.shape)}")
+    check_valid_lens(valid_lens, B, 1, S, name="valid_lens", per_query=False)
     return (torch.arange(S, device=device) < valid_lens.to(device)[:, None])[:, None, None, :]
 
 
