@@ -57,7 +57,7 @@ def test_load_array_shuffles_only_when_training():
 def test_read_data_nmt_offline_error(monkeypatch):
     monkeypatch.delenv("ATTNKIT_FRA", raising=False)
 
-    def offline(name, folder=None):
+    def offline(name, folder=None, **kwargs):
         raise hub.DatasetUnavailableError("could not download 'fra-eng' (offline)")
 
     monkeypatch.setattr(hub, "download_extract", offline)

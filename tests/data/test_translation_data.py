@@ -131,7 +131,7 @@ def test_zero_usable_pairs_names_the_file(tmp_path):
 
 
 def test_download_offline_error_suggests_data_file(monkeypatch):
-    def offline(name, folder=None):
+    def offline(name, folder=None, **kwargs):
         raise hub.DatasetUnavailableError("could not download 'fra-eng' (no network)")
 
     monkeypatch.setattr(hub, "download_extract", offline)

@@ -2,7 +2,9 @@
 
 The registry mirrors the book's ``DATA_HUB``. Unlike the book, a freshly
 downloaded file is verified too, the write is atomic (temp file + rename), and a
-failed download says how to use a local copy instead.
+failed download says where it looked and how to use a local copy instead.
+``download(name, search=(folder, ...))`` checks other folders (the book's ``../data``)
+for a verified copy before the cache and the network.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = ["DATA_HUB", "DATA_URL", "DatasetUnavailableError", "cache_dir", "download", "sha1_of"]
@@ -40,21 +43,58 @@ def sha1_of(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def download(name: str, folder: str | os.PathLike | None = None, timeout: float = 30.0) -> Path:
-    """Return the cached path of ``DATA_HUB[name]``, downloading it if needed.
+def _place(folder: str | os.PathLike) -> str:
+    """``folder`` as written, plus its absolute form when relative (for error messages)."""
+    text = os.fspath(folder)
+    full = os.path.abspath(text)
+    return text if text == full else f"{text} (= {full})"
+
+
+def _find(filename: str, sha1: str, folders: Iterable[str | os.PathLike], notes: list[str]):
+    """First ``folder/filename`` whose sha1 is ``sha1``; appends what was seen to ``notes``."""
+    for folder in folders:
+        candidate = Path(folder) / filename
+        if not candidate.is_file():
+            notes.append(f"{_place(folder)}: no {filename}")
+            continue
+        got = sha1_of(candidate)
+        if got == sha1:
+            return candidate
+        notes.append(f"{_place(folder)}: {filename} has sha1 {got}, expected {sha1} (not used)")
+    return None
+
+
+def download(
+    name: str,
+    folder: str | os.PathLike | None = None,
+    timeout: float = 30.0,
+    *,
+    search: Iterable[str | os.PathLike] = (),
+) -> Path:
+    """Return a verified local path of ``DATA_HUB[name]``, downloading it if needed.
+
+    Looks, in order, in each folder of ``search``, then in ``folder`` (default: attnkit's
+    cache, :func:`cache_dir`), for the file named as the URL's last part with the registered
+    sha1; the first match is returned as is (nothing is copied). A file with another sha1 is
+    skipped. Otherwise the file is downloaded into ``folder``, verified, and returned.
+    ``search`` is how :mod:`attnkit.d2l` reads the book's ``../data`` before the cache.
 
     Raises:
         KeyError: unknown name.
-        DatasetUnavailableError: offline, HTTP error, or the sha1 does not match.
+        DatasetUnavailableError: offline, HTTP error, or the sha1 does not match; the
+            message lists every place looked at and what was found there.
     """
     if name not in DATA_HUB:
         raise KeyError(f"unknown dataset {name!r}; known: {sorted(DATA_HUB)}")
     url, sha1 = DATA_HUB[name]
+    filename = url.rsplit("/", 1)[-1]
     root = Path(folder) if folder is not None else cache_dir()
+    notes: list[str] = []
+    found = _find(filename, sha1, [*search, root], notes)
+    if found is not None:
+        return found
     root.mkdir(parents=True, exist_ok=True)
-    target = root / url.rsplit("/", 1)[-1]
-    if target.exists() and sha1_of(target) == sha1:
-        return target
+    target = root / filename
     tmp = target.with_suffix(target.suffix + ".part")
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r, open(tmp, "wb") as f:
@@ -64,6 +104,7 @@ def download(name: str, folder: str | os.PathLike | None = None, timeout: float 
         tmp.unlink(missing_ok=True)
         raise DatasetUnavailableError(
             f"could not download {name!r} from {url} ({e}). Are you offline? "
+            f"Looked for {filename} (sha1 {sha1}) in: {'; '.join(notes)}. "
             f"Pass a local copy instead (--data FILE), or place it at {target}."
         ) from e
     got = sha1_of(tmp)
@@ -76,9 +117,34 @@ def download(name: str, folder: str | os.PathLike | None = None, timeout: float 
     return target
 
 
-def download_extract(name: str, folder: str | os.PathLike | None = None) -> Path:
-    """Download a zip from the hub and extract it next to itself; return the folder."""
-    path = download(name, folder)
+def download_extract(
+    name: str,
+    folder: str | os.PathLike | None = None,
+    *,
+    search: Iterable[str | os.PathLike] = (),
+) -> Path:
+    """Download a zip from the hub and extract it next to itself; return the folder.
+
+    With ``search``, an already-extracted ``<dir>/<zip stem>`` folder in one of those
+    folders is returned first, as is: extracted files cannot be checked against the zip's
+    sha1, so such a folder is trusted (the book's ``download_extract`` leaves one there).
+    Otherwise the zip is found as :func:`download` finds it (``search``, then ``folder``
+    or the cache, then the network) and extracted next to itself unless already done.
+    """
+    if name not in DATA_HUB:
+        raise KeyError(f"unknown dataset {name!r}; known: {sorted(DATA_HUB)}")
+    search = list(search)
+    stem = Path(DATA_HUB[name][0].rsplit("/", 1)[-1]).stem
+    for base in search:
+        if (Path(base) / stem).is_dir():
+            return Path(base) / stem
+    try:
+        path = download(name, folder, search=search)
+    except DatasetUnavailableError as e:
+        if not search:
+            raise
+        looked = ", ".join(_place(Path(base) / stem) for base in search)
+        raise DatasetUnavailableError(f"{e} No extracted folder at {looked} either.") from e
     out = path.parent / path.stem
     if not out.exists():
         with zipfile.ZipFile(path) as z:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import random
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import torch
@@ -64,12 +64,15 @@ def read_text_lines(path: str | os.PathLike) -> list[str]:
         return [normalize_line(line) for line in f.readlines()]
 
 
-def read_time_machine(path: str | os.PathLike | None = None) -> list[str]:
+def read_time_machine(
+    path: str | os.PathLike | None = None, *, search: Iterable[str | os.PathLike] = ()
+) -> list[str]:
     """The Time Machine as normalized lines (3221 of them).
 
-    Looks at ``path``, then ``$ATTNKIT_TIMEMACHINE``, then the hub cache / download
-    (sha1-checked). Offline without a copy it raises ``DatasetUnavailableError``
-    saying how to pass a local file.
+    Looks at ``path``, then ``$ATTNKIT_TIMEMACHINE``, then a ``timemachine.txt`` with the
+    hub's sha1 in the ``search`` folders (``attnkit.d2l`` passes the book's ``../data``),
+    then the hub cache / download (sha1-checked). Offline without a copy it raises
+    ``DatasetUnavailableError`` saying where it looked and how to pass a local file.
     """
     if path is None:
         path = os.environ.get("ATTNKIT_TIMEMACHINE") or None
@@ -77,7 +80,7 @@ def read_time_machine(path: str | os.PathLike | None = None) -> list[str]:
         from attnkit.data.hub import DatasetUnavailableError, download
 
         try:
-            path = download("time_machine")
+            path = download("time_machine", search=search)
         except DatasetUnavailableError as e:
             raise DatasetUnavailableError(
                 f"{e} (or set ATTNKIT_TIMEMACHINE=/path/to/timemachine.txt)"

@@ -28,7 +28,7 @@ import os
 import random
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,10 +152,15 @@ def read_fra(path: str | os.PathLike) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def download_fra() -> Path:
-    """Path of ``fra.txt`` from the hub (``DATA_HUB['fra-eng']``), downloading it if needed."""
+def download_fra(*, search: Iterable[str | os.PathLike] = ()) -> Path:
+    """Path of ``fra.txt`` from the hub (``DATA_HUB['fra-eng']``), downloading it if needed.
+
+    ``search``: folders checked first for an extracted ``fra-eng/`` (accepted as is: its
+    files cannot be checked against the zip's sha1) or a verified ``fra-eng.zip``; see
+    :func:`attnkit.data.hub.download_extract`.
+    """
     try:
-        folder = hub.download_extract("fra-eng")
+        folder = hub.download_extract("fra-eng", search=search)
     except hub.DatasetUnavailableError as e:
         raise hub.DatasetUnavailableError(
             f"the fra-eng dataset is not available: {e} "
