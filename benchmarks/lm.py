@@ -28,7 +28,8 @@ from _common import interleaved_median, print_table
 from attnkit import d2l
 from attnkit.data.lm import LMDataLoader, load_corpus, read_corpus_lines
 from attnkit.models.rnn import build_lm
-from attnkit.training.lm import make_optimizer, sgd_update, train_epoch
+from attnkit.training.lm import train_epoch
+from attnkit.training.optim import make_optimizer, sgd_update
 
 
 # ---------------------------------------------------------------- the book's scratch code

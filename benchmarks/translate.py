@@ -28,7 +28,7 @@ from attnkit import d2l
 from attnkit.data.translation import load_translation_data
 from attnkit.decoding import translate
 from attnkit.models.registry import build_model
-from attnkit.training.trainer import TrainConfig, Trainer
+from attnkit.training.translation import TrainConfig, Trainer
 from translate_transformer import corpus_file
 
 NUM_STEPS, BATCH, LR = 10, 64, 0.005

@@ -30,7 +30,7 @@ from attnkit.data.synthetic_fr import generate_pairs
 from attnkit.data.translation import load_translation_data
 from attnkit.decoding import translate
 from attnkit.models.transformer import PRESETS, build_transformer
-from attnkit.training.trainer import TrainConfig, Trainer
+from attnkit.training.translation import TrainConfig, Trainer
 
 NUM_STEPS, BATCH, LR = 10, 64, 0.005
 

@@ -49,7 +49,7 @@ from attnkit.models.transformer import (
 )
 from attnkit.training.checkpoint import load_model
 from attnkit.training.lm import generate, train_lm
-from attnkit.training.trainer import TrainConfig, Trainer
+from attnkit.training.translation import TrainConfig, Trainer
 from attnkit.viz import plot_curves, show_heatmaps
 
 __version__ = "0.1.0"

@@ -102,9 +102,14 @@ def corpus_chrf(hyps: Sequence[str], refs: Sequence[str]) -> float:
     return float(CHRF().corpus_score(list(hyps), [list(refs)]).score)
 
 
-def perplexity(mean_nll: float) -> float:
-    """exp of the mean negative log-likelihood per token (nats)."""
-    mean_nll = float(mean_nll)
+def perplexity(nll: float, num_tokens: float | None = None) -> float:
+    """exp of the mean negative log-likelihood per token (nats): 1 is perfect, V a uniform
+    guess over V tokens. ``nll`` is that mean, or with ``num_tokens`` a total over them."""
+    if num_tokens is not None:
+        if not num_tokens > 0:
+            raise ValueError(f"num_tokens must be positive, got {num_tokens}")
+        nll = float(nll) / float(num_tokens)
+    mean_nll = float(nll)
     if math.isnan(mean_nll) or mean_nll < 0:
         raise ValueError(f"mean_nll must be a non-negative number, got {mean_nll}")
     return math.exp(min(mean_nll, 700.0))

@@ -29,7 +29,7 @@ def _free_port() -> int:
 def _trainer(out_dir: str | None, epochs: int = 1, optimizer: str = "sgd"):
     from attnkit.data.translation import load_translation_data
     from attnkit.models.registry import build_model
-    from attnkit.training.trainer import TrainConfig, Trainer
+    from attnkit.training.translation import TrainConfig, Trainer
 
     data = load_translation_data(None, num_pairs=400, seed=0)
     torch.manual_seed(0)

@@ -89,9 +89,12 @@ def test_cli_nproc_trains_and_rank0_alone_writes(tmp_path, capfd):
     assert main(args) == 0
     text = "".join(capfd.readouterr())
     assert "distributed: 2 processes; --batch-size 6 is global" in text
-    assert text.count("perplexity ") == 1 and text.count("wrote ") == 1  # rank 0 only
-    for name in ("model.pt", "config.json", "perplexity.png", "samples.txt"):
+    # rank 0 alone prints: one line per epoch, one summary, one "wrote"
+    assert text.count("epoch 1/2: perplexity ") == 1 and text.count("epoch 2/2: perplexity ") == 1
+    assert text.count("tokens/sec on cpu") == 1 and text.count("wrote ") == 1
+    for name in ("config.json", "perplexity.png", "samples.txt"):
         assert (out / name).stat().st_size > 0, name
+    assert _checkpoint(out)["config"]["processes"] == 2
 
 
 def test_cli_nproc_larger_than_the_batch_is_a_clear_error(tmp_path, capsys):
@@ -114,13 +117,13 @@ def _interrupted_worker(rank: int, world: int, port: int, out: str, stop_step: i
     import signal
 
     import attnkit.cli
-    import attnkit.training.lm as lm_training
+    from attnkit.training.engine import Engine
 
     os.environ.update(
         MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world)
     )
     attnkit.cli.VERBS = ["lm"]
-    original, calls = lm_training.train_step, []
+    original, calls = Engine.train_step, []
 
     def train_step(*args, **kwargs):
         result = original(*args, **kwargs)
@@ -129,7 +132,7 @@ def _interrupted_worker(rank: int, world: int, port: int, out: str, stop_step: i
             os.kill(os.getpid(), signal.SIGINT)
         return result
 
-    lm_training.train_step = train_step
+    Engine.train_step = train_step
     code = attnkit.cli.main([*RESUME_ARGS, "--out", out])
     assert code == 130, f"rank {rank} returned {code}"
 
@@ -144,18 +147,25 @@ def test_two_processes_interrupted_mid_epoch_resume_in_one(tmp_path, monkeypatch
     per_epoch = len(list(LMDataLoader(list(range(1500)), BATCH, STEPS, seed=1)))
     run = tmp_path / "run"
     mp.spawn(_interrupted_worker, args=(2, _free_port(), str(run), per_epoch + 4), nprocs=2)
-    state = torch.load(run / "trainer.pt", weights_only=True)
+    state = _checkpoint(run)
     # the stop asked after step per_epoch + 4 is agreed in the next step's all-reduce
     assert (state["epoch"], state["batch_in_epoch"]) == (1, 5)
-    assert state["hidden"][0].shape == (1, BATCH, 16) and state["config"]["processes"] == 2
+    assert state["carry"][0].shape == (1, BATCH, 16) and state["config"]["processes"] == 2
     torch.set_num_threads(1)
     assert attnkit.cli.main([*RESUME_ARGS, "--out", str(run), "--resume"]) == 0
     assert attnkit.cli.main([*RESUME_ARGS, "--out", str(tmp_path / "straight")]) == 0
-    resumed = torch.load(run / "trainer.pt", weights_only=True)
-    straight = torch.load(tmp_path / "straight" / "trainer.pt", weights_only=True)
+    resumed, straight = _checkpoint(run), _checkpoint(tmp_path / "straight")
     assert resumed["epoch"] == straight["epoch"] == 2
     for name, value in straight["model"].items():
         torch.testing.assert_close(resumed["model"][name], value, atol=1e-5, rtol=1e-5, msg=name)
-    assert resumed["history"]["perplexity"] == pytest.approx(
-        straight["history"]["perplexity"], rel=1e-5
+    assert resumed["config"]["history"]["train_loss"] == pytest.approx(
+        straight["config"]["history"]["train_loss"], rel=1e-5
     )
+
+
+def _checkpoint(directory) -> dict:
+    """Trainer state of an LM checkpoint, with its weights and config.json added."""
+    from attnkit.training.checkpoint import load_checkpoint
+
+    ck = load_checkpoint(directory, task="lm")
+    return {**ck.trainer_state, "model": ck.model_state, "config": ck.config}

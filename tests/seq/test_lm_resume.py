@@ -11,10 +11,11 @@ import pytest
 import torch
 
 import attnkit.cli
-import attnkit.training.lm as lm_training
 from attnkit.cli import main
 from attnkit.data.lm import LMDataLoader
-from attnkit.training.lm import LMTrainState, train_lm
+from attnkit.training.checkpoint import load_checkpoint
+from attnkit.training.engine import Engine, EngineConfig
+from attnkit.training.lm import LMTask
 
 # ~46 batches per epoch: fast, and long enough to stop in the middle of one
 SMALL = ["--hiddens", "16", "--batch-size", "4", "--num-steps", "8", "--max-tokens", "1500"]
@@ -31,7 +32,9 @@ def _train(out, epochs, *extra):
 
 
 def _state(out):
-    return torch.load(out / "trainer.pt", weights_only=True)
+    """The checkpoint's trainer state, with its weights and history added."""
+    ck = load_checkpoint(out, task="lm")
+    return {**ck.trainer_state, "model": ck.model_state, "history": ck.config["history"]}
 
 
 def _assert_same_run(a, b):
@@ -40,16 +43,12 @@ def _assert_same_run(a, b):
     for name, value in sa["model"].items():
         assert torch.equal(value, sb["model"][name]), name
     assert sa["epoch"] == sb["epoch"] and sb["batch_in_epoch"] == 0
-    assert sb["history"]["perplexity"] == pytest.approx(sa["history"]["perplexity"], rel=1e-12)
-    assert torch.equal(
-        torch.load(a / "model.pt", weights_only=True)["linear.weight"],
-        torch.load(b / "model.pt", weights_only=True)["linear.weight"],
-    )
+    assert sb["history"]["train_loss"] == pytest.approx(sa["history"]["train_loss"], rel=1e-12)
 
 
 def _signal_at(monkeypatch, step, sig):
     """Send ``sig`` to this process right after the ``step``-th training step (1-based)."""
-    original, calls = lm_training.train_step, []
+    original, calls = Engine.train_step, []
 
     def train_step(*args, **kwargs):
         out = original(*args, **kwargs)
@@ -58,7 +57,7 @@ def _signal_at(monkeypatch, step, sig):
             os.kill(os.getpid(), sig)
         return out
 
-    monkeypatch.setattr(lm_training, "train_step", train_step)
+    monkeypatch.setattr(Engine, "train_step", train_step)
 
 
 @pytest.mark.parametrize(
@@ -71,13 +70,13 @@ def test_epochs_then_resume_equal_a_straight_run(tmp_path, extra, capsys):
     assert _train(tmp_path / "run", 1, *extra) == 0
     state = _state(tmp_path / "run")
     assert (state["epoch"], state["batch_in_epoch"]) == (1, 0)
-    assert len(state["history"]["perplexity"]) == 1 and state["optimizer"] is not None
+    assert len(state["history"]["train_loss"]) == 1 and state["optimizer"] is not None
     assert _train(tmp_path / "run", 3, "--resume") == 0  # options come from the checkpoint
     assert "resuming" in capsys.readouterr().out
     _assert_same_run(tmp_path / "straight", tmp_path / "run")
     cfg = json.loads((tmp_path / "run" / "config.json").read_text())
     assert (cfg["epochs"], cfg["epochs_done"]) == (3, 3)
-    assert len(json.loads((tmp_path / "run" / "history.json").read_text())["perplexity"]) == 3
+    assert len(cfg["history"]["train_loss"]) == 3
 
 
 @pytest.mark.parametrize(
@@ -100,9 +99,9 @@ def test_a_signal_mid_epoch_saves_and_resume_equals_a_straight_run(
     state = _state(tmp_path / "run")
     assert state["epoch"] == 1 and 0 < state["batch_in_epoch"] < per_epoch
     if "--random-iter" in extra:
-        assert state["hidden"] is None
+        assert state["carry"] is None
     else:  # the carried LSTM state (H, C), all batch rows
-        assert isinstance(state["hidden"], tuple) and state["hidden"][0].shape == (1, 4, 16)
+        assert isinstance(state["carry"], tuple) and state["carry"][0].shape == (1, 4, 16)
     monkeypatch.undo()
     monkeypatch.setattr(attnkit.cli, "VERBS", ["lm"])
     assert _train(tmp_path / "run", 2, "--resume") == 0
@@ -156,37 +155,54 @@ def test_a_used_folder_needs_resume_or_overwrite(tmp_path, capsys):
     ) in err
     assert _train(run, 1, "--overwrite", "--cell", "rnn") == 0
     assert json.loads((run / "config.json").read_text())["cell"] == "rnn"
-    # a checkpoint without training state (older attnkit) cannot be resumed
-    (run / "trainer.pt").unlink()
+    # a checkpoint of the layout before the one format cannot be resumed, but still loads
+    from attnkit.training.lm import load_lm_checkpoint
+
+    model, vocab, cfg = load_lm_checkpoint(run)
+    for name in list(run.iterdir()):
+        name.unlink()
+    torch.save(model.state_dict(), run / "model.pt")
+    (run / "vocab.json").write_text(json.dumps(vocab.to_dict()))
+    old = {k: cfg[k] for k in ("cell", "num_hiddens", "num_layers", "bidirectional", "scratch")}
+    (run / "config.json").write_text(json.dumps({**old, "reset_after": False, "epochs": 1}))
     assert _train(run, 2, "--resume") == 1
-    assert "without training state" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "without training state" in err and "--overwrite" in err
+    old_model, old_vocab, _ = load_lm_checkpoint(run)
+    assert old_vocab.idx_to_token == vocab.idx_to_token
+    for a, b in zip(old_model.state_dict().values(), model.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert main(["lm", "generate", "--checkpoint", str(run), "--num-preds", "3"]) == 0
+    assert capsys.readouterr().out.startswith("time traveller")
     # --resume into an empty folder starts a new run
     assert _train(tmp_path / "new", 1, "--resume") == 0
     assert "no checkpoint in" in capsys.readouterr().err
 
 
-def test_train_lm_resume_api_skips_done_batches(tmp_path):
-    """Library level: on_save/resume with an in-memory state (no CLI)."""
+def test_engine_state_dict_resumes_an_lm_run_in_memory():
+    """Library level: the engine's state_dict/load_state_dict with an LMTask (no CLI, no files)."""
     from attnkit.models.rnn import build_lm
 
     corpus = [i % 7 + 1 for i in range(400)]
 
-    def run(epochs, resume=None, model=None, opt=None):
+    def engine(epochs, model=None):
         loader = LMDataLoader(corpus, 3, 5, seed=0)
         torch.manual_seed(0)
         model = model or build_lm("rnn", 8, 8)
-        opt = opt or torch.optim.SGD(model.parameters(), lr=0.5)
-        saved: list[LMTrainState] = []
-        train_lm(
-            model, loader, num_epochs=epochs, updater=opt, progress=False,
-            on_save=saved.append, resume=resume,
-        )  # fmt: skip
-        return model, opt, saved
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        config = EngineConfig(epochs=epochs, seed=None, progress=False, log_every=0)
+        return Engine(model, LMTask(loader), config, optimizer=opt)
 
-    straight, _, _ = run(3)
-    model, opt, saved = run(1)
-    assert [s.epoch for s in saved] == [1] and saved[0].loader_rng is not None
-    resumed, _, saved2 = run(3, resume=saved[-1], model=model, opt=opt)
-    assert [s.epoch for s in saved2] == [2, 3] and len(saved2[-1].history.perplexity) == 3
-    for a, b in zip(straight.parameters(), resumed.parameters(), strict=True):
+    straight = engine(3)
+    straight.fit()
+    first = engine(1)
+    first.fit()
+    state, history = first.state_dict(), first.history
+    assert state["epoch"] == 1 and state["loader"] is not None and state["carry"] is None
+    resumed = engine(3, model=first.model)
+    resumed.load_state_dict(state, history)
+    resumed.fit()
+    assert resumed.history["epoch"] == [1, 2, 3]
+    assert resumed.history["train_loss"] == straight.history["train_loss"]
+    for a, b in zip(straight.model.parameters(), resumed.model.parameters(), strict=True):
         assert torch.equal(a, b)

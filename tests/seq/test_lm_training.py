@@ -13,16 +13,16 @@ from torch import nn
 import attnkit.cli
 from attnkit.cli import main
 from attnkit.data.lm import LMDataLoader, load_corpus
+from attnkit.metrics import perplexity
 from attnkit.models.rnn import build_lm
 from attnkit.training.lm import (
-    clip_gradients,
     generate,
-    make_optimizer,
-    perplexity,
+    load_lm_checkpoint,
+    save_lm_checkpoint,
     train_epoch,
     train_lm,
 )
-from attnkit.training.lm_checkpoint import load_lm_checkpoint, save_lm_checkpoint
+from attnkit.training.optim import clip_gradients, make_optimizer
 
 TEXT = ["the time traveller for so it will be convenient to speak of him"] * 8
 
@@ -174,7 +174,9 @@ def test_generation_bad_input(data):
         generate(model, vocab, "time", 5, temperature=-1)
     with pytest.raises(ValueError, match="num_preds must be a non-negative int, got -2"):
         generate(model, vocab, "time", -2)
-    with pytest.raises(ValueError, match="optimizer must be 'sgd' or 'adam', got 'rmsprop'"):
+    with pytest.raises(
+        ValueError, match=r"optimizer must be one of \('adam', 'sgd'\), got 'rmsprop'"
+    ):
         make_optimizer(model, "rmsprop", 0.1)
     with pytest.raises(ValueError, match="num_epochs must be a positive int, got 0"):
         train_lm(model, [], num_epochs=0)
@@ -192,13 +194,12 @@ def test_checkpoint_roundtrip(tmp_path, data):
         "reset_after": False,
     }
     save_lm_checkpoint(tmp_path / "ck", model, vocab, cfg)
-    assert sorted(p.name for p in (tmp_path / "ck").iterdir()) == [
-        "config.json",
-        "model.pt",
-        "vocab.json",
-    ]  # no temporary files left behind
+    names = sorted(p.name for p in (tmp_path / "ck").iterdir())
+    assert len(names) == 2 and names[0] == "config.json"  # no temporary files left behind
+    assert names[1].startswith("model-") and names[1].endswith(".pt")
     loaded, v2, cfg2 = load_lm_checkpoint(tmp_path / "ck")
-    assert v2.idx_to_token == vocab.idx_to_token and cfg2["vocab_size"] == len(vocab)
+    assert v2.idx_to_token == vocab.idx_to_token and cfg2["task"] == "lm"
+    assert cfg2["format"] == "attnkit-checkpoint" and cfg2["num_layers"] == 2
     X = torch.tensor([[1, 2, 3], [4, 5, 6]])
     torch.testing.assert_close(loaded(X)[0], model(X)[0])
     with pytest.raises(FileNotFoundError, match="must be a folder written by"):
@@ -218,11 +219,13 @@ def test_cli_train_then_generate(tmp_path, capsys):
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "scratch LSTM" in printed and "perplexity" in printed
-    for name in ("model.pt", "config.json", "vocab.json", "perplexity.png", "samples.txt"):
+    for name in ("config.json", "perplexity.png", "samples.txt"):
         assert (out / name).stat().st_size > 0
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["cell"] == "lstm" and cfg["scratch"] is True and cfg["lr"] == 0.01
-    assert len(json.loads((out / "history.json").read_text())["perplexity"]) == 3
+    assert (cfg["task"], cfg["epoch"], cfg["epochs_done"]) == ("lm", 3, 3)
+    assert len(cfg["history"]["train_loss"]) == 3 and cfg["vocab"]["idx_to_token"][0] == "<unk>"
+    assert {"model", "trainer"} == set(cfg["files"]) == set(cfg["sha256"])
     assert (out / "samples.txt").read_text().count("time traveller") == 2
     assert main(["lm", "generate", "--checkpoint", str(out), "--prefix", "Time Traveller!"]) == 0
     captured = capsys.readouterr()

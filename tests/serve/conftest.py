@@ -20,7 +20,7 @@ with warnings.catch_warnings():  # starlette's notice about httpx versions
 from attnkit.data.translation import load_translation_data
 from attnkit.models.registry import build_model
 from attnkit.serve import create_app
-from attnkit.training.trainer import TrainConfig, Trainer
+from attnkit.training.translation import TrainConfig, Trainer
 
 
 def pytest_addoption(parser) -> None:

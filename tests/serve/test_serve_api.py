@@ -405,7 +405,7 @@ def test_visible_words_stay_as_they_are(client):
 def _lm_checkpoint(directory):
     from attnkit.data.text import Vocab
     from attnkit.models.rnn import build_lm
-    from attnkit.training.lm_checkpoint import MODEL_KEYS, save_lm_checkpoint
+    from attnkit.training.lm import MODEL_KEYS, save_lm_checkpoint
 
     vocab = Vocab(list("the time machine"))
     config = dict(zip(MODEL_KEYS, ("gru", 8, 1, False, False, False)))

@@ -11,7 +11,8 @@ import torch
 from attnkit.data.translation import TranslationData
 from attnkit.training import checkpoint as ckpt
 from attnkit.training.checkpoint import load_checkpoint, load_model, read_checkpoint_config
-from attnkit.training.trainer import TrainConfig, Trainer, lr_at
+from attnkit.training.optim import lr_at
+from attnkit.training.translation import TrainConfig, Trainer
 
 CFG = {"embed_size": 16, "num_hiddens": 16, "num_layers": 2, "dropout": 0.1}
 
@@ -49,12 +50,14 @@ def test_config_validation():
 
 
 def test_inverse_sqrt_schedule_peaks_at_lr():
-    cfg = TrainConfig(lr=1e-3, schedule="inverse_sqrt", warmup_steps=100)
-    assert lr_at(cfg, 100) == pytest.approx(1e-3)
-    assert lr_at(cfg, 1) == pytest.approx(1e-3 / 100)  # linear warm-up
-    assert lr_at(cfg, 400) == pytest.approx(1e-3 / 2)  # then 1/sqrt decay
-    assert max(lr_at(cfg, s) for s in range(1, 1000)) == pytest.approx(1e-3)
-    assert lr_at(TrainConfig(lr=0.5), 7) == 0.5
+    at = lambda step: lr_at("inverse_sqrt", 1e-3, 100, step)  # noqa: E731
+    assert at(100) == pytest.approx(1e-3)
+    assert at(1) == pytest.approx(1e-3 / 100)  # linear warm-up
+    assert at(400) == pytest.approx(1e-3 / 2)  # then 1/sqrt decay
+    assert max(at(s) for s in range(1, 1000)) == pytest.approx(1e-3)
+    assert lr_at("constant", 0.5, 0, 7) == 0.5
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        lr_at("cosine", 0.5, 0, 7)
 
 
 def test_training_lowers_the_loss_and_writes_a_checkpoint(tiny_data, tiny_model, tmp_path):
@@ -120,7 +123,8 @@ def test_resume_is_exact(tiny_data, tiny_model, tmp_path):
         straight.model.state_dict().items(), resumed.model.state_dict().values()
     ):
         assert torch.equal(a, b), name
-    assert resumed.history == straight.history | {"tokens_per_s": resumed.history["tokens_per_s"]}
+    timings = {k: resumed.history[k] for k in ("tokens_per_s", "seconds")}
+    assert resumed.history == straight.history | timings
 
 
 def test_failed_save_keeps_the_previous_checkpoint(tiny_data, tiny_model, tmp_path, monkeypatch):

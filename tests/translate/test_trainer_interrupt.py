@@ -11,7 +11,7 @@ import torch
 
 from attnkit.data.translation import load_translation_data
 from attnkit.models.registry import build_model
-from attnkit.training.trainer import TrainConfig, Trainer, TrainingInterrupted
+from attnkit.training.translation import TrainConfig, Trainer, TrainingInterrupted
 
 MODEL = {"d_model": 16, "num_heads": 2, "num_layers": 1, "d_ff": 32, "dropout": 0.1}
 
@@ -31,8 +31,8 @@ def _signal_at(trainer, step, sig):
     """Send ``sig`` to this process right after global step ``step``."""
     original = trainer.train_step
 
-    def train_step(batch):
-        out = original(batch)
+    def train_step(*args):
+        out = original(*args)
         if trainer.step == step:
             os.kill(os.getpid(), sig)
         return out

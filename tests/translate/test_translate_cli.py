@@ -170,12 +170,12 @@ def test_training_without_a_validation_split_says_so(tmp_path, capsys):
 
 def test_adam_betas_flags_reach_the_optimizer_and_the_checkpoint(tmp_path, monkeypatch):
     """--beta1/--beta2 (the book's Adam keeps PyTorch's 0.999): recorded and used."""
-    from attnkit.training import trainer as trainer_module
+    from attnkit.training import engine
 
     seen = []
-    real = trainer_module._make_optimizer
+    real = engine.make_optimizer
     monkeypatch.setattr(
-        trainer_module, "_make_optimizer", lambda p, c: seen.append(real(p, c)) or seen[-1]
+        engine, "make_optimizer", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1]
     )
     out = tmp_path / "betas"
     argv = ["translate", "train", "--arch", "seq2seq", "--epochs", "1", "--out", str(out)]

@@ -88,7 +88,7 @@ def run_demo(
     from attnkit.metrics import corpus_bleu, corpus_chrf
     from attnkit.models.registry import build_model
     from attnkit.models.transformer import PRESETS
-    from attnkit.training.trainer import TrainConfig, Trainer
+    from attnkit.training.translation import TrainConfig, Trainer
 
     if epochs < 1:
         raise ValueError(f"--epochs must be >= 1, got {epochs}")

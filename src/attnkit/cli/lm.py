@@ -189,11 +189,11 @@ def _resolve_options(a: argparse.Namespace) -> dict | None:
         raise ValueError(
             f"{out} holds a translation checkpoint, not a language model from `attnkit lm train`"
         )
-    if not (out / "trainer.pt").is_file():
+    if previous.get("format") is None or "trainer" not in previous.get("files", {}):
         raise ValueError(
-            f"{out} holds a language model without training state (saved before `attnkit lm "
-            "train` wrote one), so it cannot be resumed; pass --overwrite to replace it, or "
-            "--out for a new folder"
+            f"{out} holds a language model without training state (the layout of an older "
+            "attnkit), so it cannot be resumed; `attnkit lm generate` still reads it. Pass "
+            "--overwrite to replace it, or --out for a new folder"
         )
     changed = []
     for name, key, default in _FIXED:
@@ -247,14 +247,11 @@ def _train(a: argparse.Namespace, rank: int, world: int) -> int:
     import matplotlib.pyplot as plt
 
     from attnkit.data.lm import load_lm_data
+    from attnkit.metrics import perplexity
     from attnkit.models.rnn import build_lm
-    from attnkit.training.lm import LMHistory, LMTrainState, generate, make_optimizer, train_lm
-    from attnkit.training.lm_checkpoint import (
-        atomic_write,
-        save_lm_checkpoint,
-        save_lm_train_state,
-    )
-    from attnkit.training.trainer import TrainingInterrupted
+    from attnkit.training.checkpoint import atomic_write
+    from attnkit.training.engine import Engine, EngineConfig
+    from attnkit.training.lm import LMHistory, LMTask, generate
     from attnkit.viz import plot_curves
 
     say = print if rank == 0 else (lambda *args, **kwargs: None)
@@ -285,8 +282,7 @@ def _train(a: argparse.Namespace, rank: int, world: int) -> int:
         a.scratch,
         reset_after=a.reset_after,
     ).to(device)
-    optimizer = make_optimizer(model, a.optimizer, lr)
-    config = {
+    run_config = {
         "cell": a.cell,
         "scratch": a.scratch,
         "reset_after": a.reset_after,
@@ -307,12 +303,20 @@ def _train(a: argparse.Namespace, rank: int, world: int) -> int:
         "seed": a.seed,
         "processes": world,
     }
-    resume = None
-    if a.resume and (out / "trainer.pt").is_file():
-        resume = _load_resume_state(out, config, vocab, model, optimizer, lr, device)
-        if resume.epoch >= a.epochs:
+    config = EngineConfig(
+        epochs=a.epochs, lr=lr, clip=a.clip if a.clip > 0 else None, optimizer=a.optimizer,
+        beta2=0.999, seed=None, out_dir=str(out), device=a.device,
+        progress=not a.no_progress, log_every=max(1, a.epochs // 20),
+    )  # fmt: skip
+    task = LMTask(loader, use_random_iter=a.random_iter, vocab=vocab, run_config=run_config)
+    engine = Engine(model, task, config)
+    if a.resume and (out / "config.json").is_file():
+        engine.resume()
+        for group in engine.optimizer.param_groups:  # --lr may change on resume
+            group["lr"] = lr
+        if engine.epoch >= a.epochs:
             say(
-                f"nothing to train: {out} is at epoch {resume.epoch} of --epochs {a.epochs} "
+                f"nothing to train: {out} is at epoch {engine.epoch} of --epochs {a.epochs} "
                 "(pass a larger --epochs to train on)"
             )
             return 0
@@ -324,78 +328,22 @@ def _train(a: argparse.Namespace, rank: int, world: int) -> int:
         f"{a.hiddens} hiddens, vocab {len(vocab)}, corpus {len(loader.corpus)} {a.token} tokens "
         f"from {source}; {a.optimizer} lr {lr}, clip {a.clip}, {a.epochs} epochs"
     )
-    if resume is not None:
-        at = f", batch {resume.batch_in_epoch} of epoch {resume.epoch + 1}"
-        say(f"resuming {out} after epoch {resume.epoch}{at if resume.batch_in_epoch else ''}")
-
-    def write_history(hist: LMHistory) -> None:
-        history = {"perplexity": hist.perplexity, "tokens_per_sec": hist.tokens_per_sec}
-        atomic_write(
-            out / "history.json",
-            lambda tmp: Path(tmp).write_text(json.dumps(history), encoding="utf-8"),
-        )
-
-    def save(state: LMTrainState) -> None:
-        if rank != 0:  # rank 0 alone writes the checkpoint
-            return
-        hist = state.history
-        saved = {
-            **config,
-            "epochs_done": state.epoch,
-            "batch_in_epoch": state.batch_in_epoch,
-            "final_perplexity": hist.perplexity[-1] if hist.perplexity else None,
-            "train_seconds": hist.seconds,
-        }
-        # trainer.pt first: it alone is what --resume reads, consistent on its own
-        save_lm_train_state(
-            out,
-            {
-                "config": saved,
-                "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-                "optimizer": optimizer.state_dict(),
-                "epoch": state.epoch,
-                "batch_in_epoch": state.batch_in_epoch,
-                "history": {
-                    "perplexity": list(hist.perplexity),
-                    "tokens_per_sec": list(hist.tokens_per_sec),
-                    "seconds": float(hist.seconds),
-                },
-                "partial": [float(x) for x in state.partial],
-                "hidden": state.hidden,
-                "loader_rng": state.loader_rng,
-                "rng": state.rng,
-            },
-        )
-        save_lm_checkpoint(out, model, vocab, saved)
-        write_history(hist)
-
-    try:
-        hist = train_lm(
-            model,
-            loader,
-            num_epochs=a.epochs,
-            updater=optimizer,
-            clip=a.clip if a.clip > 0 else None,
-            use_random_iter=a.random_iter,
-            device=device,
-            rank=rank,
-            world_size=world,
-            progress=not a.no_progress,
-            on_save=save,
-            resume=resume,
-        )
-    except TrainingInterrupted as e:
-        say(f"\nstopped at {e}; checkpoint saved in {out}, --resume continues from there")
-        raise
-    ppl, speed = hist.perplexity[-1], sum(hist.tokens_per_sec) / len(hist.tokens_per_sec)
-    say(f"perplexity {ppl:.2f}, {speed:.1f} tokens/sec on {device}, {hist.seconds:.1f} s")
+    if a.resume and engine.step:
+        at = f", batch {engine.batch_in_epoch} of epoch {engine.epoch + 1}"
+        say(f"resuming {out} after epoch {engine.epoch}{at if engine.batch_in_epoch else ''}")
+    history = LMHistory.from_engine(engine.fit())  # TrainingInterrupted: saved, exit 130
+    ppl = perplexity(engine.history["train_loss"][-1])
+    speed = sum(history.tokens_per_sec) / len(history.tokens_per_sec)
+    say(f"perplexity {ppl:.2f}, {speed:.1f} tokens/sec on {device}, {history.seconds:.1f} s")
     if rank != 0:  # rank 0 alone writes the checkpoint, the plot and the samples
         return 0
 
-    # the checkpoint (model.pt, config.json, vocab.json, history.json, trainer.pt) was
-    # written after the last epoch
+    # the checkpoint (config.json with the vocabulary and history, weights, trainer
+    # state) was written after the last epoch
     fig = plot_curves(
-        {"train": hist.perplexity}, ylabel="perplexity", title=f"{kind} on {Path(str(source)).name}"
+        {"train": history.perplexity},
+        ylabel="perplexity",
+        title=f"{kind} on {Path(str(source)).name}",
     )
     atomic_write(out / "perplexity.png", lambda tmp: fig.savefig(tmp, format="png", dpi=120))
     plt.close(fig)  # written: do not keep it open in this process
@@ -415,61 +363,12 @@ def _train(a: argparse.Namespace, rank: int, world: int) -> int:
         lambda tmp: Path(tmp).write_text("\n".join(samples) + "\n", encoding="utf-8"),
     )
     print("\n".join(samples))
-    print(
-        f"wrote {out}/model.pt, config.json, vocab.json, history.json, trainer.pt, "
-        "perplexity.png, samples.txt"
-    )
+    print(f"wrote {out}/config.json, model and trainer state, perplexity.png, samples.txt")
     return 0
 
 
-def _load_resume_state(out: Path, config: dict, vocab, model, optimizer, lr: float, device):
-    """Load ``out/trainer.pt`` into ``model``/``optimizer``; return the ``LMTrainState``."""
-    from attnkit.training.lm import LMHistory, LMTrainState
-    from attnkit.training.lm_checkpoint import load_lm_train_state
-
-    ts = load_lm_train_state(out, map_location=device)
-    saved = ts.get("config", {})
-    changed = [
-        f"{key} {config[key]!r} (saved: {saved.get(key)!r})"
-        for _, key, _ in _FIXED
-        if saved.get(key) != config[key]
-    ]
-    if changed:
-        raise ValueError(
-            f"{out}/trainer.pt does not fit config.json ({', '.join(changed)}); "
-            "the folder is inconsistent: pass --overwrite to replace it"
-        )
-    saved_vocab = out / "vocab.json"
-    if saved_vocab.is_file() and json.loads(saved_vocab.read_text(encoding="utf-8")) != json.loads(
-        json.dumps(vocab.to_dict())
-    ):
-        raise ValueError(
-            f"the vocabulary of {config['data']!r} is not the one {out} was trained with "
-            "(did the data file change?); resume with the same data"
-        )
-    try:
-        model.load_state_dict(ts["model"])
-    except RuntimeError as e:
-        raise ValueError(f"the weights in {out}/trainer.pt do not fit the model: {e}") from None
-    if ts.get("optimizer") is not None:
-        optimizer.load_state_dict(ts["optimizer"])
-        for group in optimizer.param_groups:  # --lr may change on resume
-            group["lr"] = lr
-    h = ts["history"]
-    return LMTrainState(
-        epoch=int(ts["epoch"]),
-        batch_in_epoch=int(ts["batch_in_epoch"]),
-        history=LMHistory(list(h["perplexity"]), list(h["tokens_per_sec"]), float(h["seconds"])),
-        partial=tuple(float(x) for x in ts["partial"]),
-        hidden=ts.get("hidden"),
-        loader_rng=ts.get("loader_rng"),
-        rng=ts.get("rng"),
-    )
-
-
 def run_generate(a: argparse.Namespace) -> int:
-    from attnkit.training.lm import generate
-    from attnkit.training.lm_checkpoint import load_lm_checkpoint
+    from attnkit.training.lm import generate, load_lm_checkpoint
 
     if a.num_preds < 0:
         raise ValueError(f"--num-preds must be >= 0, got {a.num_preds}")

@@ -193,7 +193,7 @@ def run_train(args: argparse.Namespace) -> int:
     from attnkit.data.translation import load_translation_data
     from attnkit.models.registry import arch_config, build_model
     from attnkit.training.checkpoint import read_checkpoint_config
-    from attnkit.training.trainer import TrainConfig, Trainer
+    from attnkit.training.translation import TrainConfig, Trainer
 
     if args.device is not None:
         _check_device(args.device)

@@ -1,48 +1,66 @@
 """The book's training loops (d2l 0.17): ``train_ch8``, ``train_epoch_ch8``,
-``grad_clipping`` (chapter 8) and ``train_seq2seq`` (chapter 9), over
-:mod:`attnkit.training`. ``train_ch8`` shows a progress bar instead of the Animator;
-``train_seq2seq`` prints only its final line.
+``grad_clipping`` (chapter 8) and ``train_seq2seq`` (chapter 9), as calls of attnkit's one
+training engine (:mod:`attnkit.training.engine`) with the book's settings.
+
+The book's semantics are kept: Xavier initialisation, Adam (betas 0.9/0.999) and the sum of
+the per-sequence losses of ``MaskedSoftmaxCELoss`` for ``train_seq2seq``; SGD (or the
+scratch ``sgd``) on the token-mean cross-entropy with truncated BPTT for ``train_ch8``; the
+global gradient norm clipped at 1; the book's final line. The engine's step makes them
+fast: padded batches trimmed to their longest sequence (the masks make the math the same),
+fused Adam / foreach SGD and clipping, no host sync per step. No Animator: ``train_ch8``
+and ``train_seq2seq`` print the book's final line (and ``train_ch8`` its two predictions).
 """
 
 from __future__ import annotations
 
-import time as _time
-
-import torch
 from torch import nn
 
 from attnkit.d2l.rnn import predict_ch8
-from attnkit.models import seq2seq as _s2s
-from attnkit.training import lm as _lmtrain
-from attnkit.training import trainer as _trainer
+from attnkit.metrics import perplexity
+from attnkit.models.seq2seq import xavier_init_weights
+from attnkit.training.engine import Engine, EngineConfig
+from attnkit.training.lm import LMHistory, LMTask
+from attnkit.training.optim import clip_gradients, make_optimizer, sgd_update
+from attnkit.training.translation import PaddedPairsTask
 
 
 def grad_clipping(net, theta):
     """Global L2-norm clipping (``clip_grad_norm_``); returns the norm before clipping."""
-    return _lmtrain.clip_gradients(net, theta)
+    return clip_gradients(net, theta)
+
+
+def _book_config(num_epochs: int, lr: float, device, optimizer: str) -> EngineConfig:
+    # the book's settings: clip at 1, Adam's default betas, no re-seeding, no bars
+    return EngineConfig(
+        epochs=num_epochs, lr=lr, clip=1.0, optimizer=optimizer, beta2=0.999, seed=None,
+        device=str(device), progress=False, log_every=0,
+    )  # fmt: skip
+
+
+def _updater(net, lr: float):
+    """The book's choice: ``torch.optim.SGD`` for modules, its scratch ``sgd`` otherwise."""
+    return (
+        make_optimizer(net, "sgd", lr) if isinstance(net, nn.Module) else sgd_update(net.params, lr)
+    )
 
 
 def train_epoch_ch8(net, train_iter, loss, updater, device, use_random_iter):
-    stats = _lmtrain.train_epoch(
-        net, train_iter, updater, loss=loss, device=device, use_random_iter=use_random_iter
-    )
-    return stats.perplexity, stats.tokens_per_sec
+    """One epoch; returns ``(perplexity, tokens/sec)`` as the book."""
+    config = _book_config(1, 1.0, device, "sgd")  # the updater is the caller's
+    task = LMTask(train_iter, use_random_iter=use_random_iter, loss=loss)
+    stats = Engine(net, task, config, optimizer=updater).train_epoch()
+    return perplexity(stats["loss"]), stats["tokens_per_s"]
 
 
 def train_ch8(net, train_iter, vocab, lr, num_epochs, device, use_random_iter=False):
-    """SGD with clipping at 1; a progress bar instead of the Animator; returns the history."""
-    if isinstance(net, nn.Module):
-        updater = torch.optim.SGD(net.parameters(), lr)
-    else:
-        updater = _lmtrain.sgd_update(net.params, lr)
-    hist = _lmtrain.train_lm(
-        net,
-        train_iter,
-        num_epochs=num_epochs,
-        updater=updater,
-        device=device,
-        use_random_iter=use_random_iter,
-    )
+    """SGD with clipping at 1; prints the book's final line and two predictions.
+
+    Returns the history (``perplexity`` and ``tokens_per_sec`` per epoch).
+    """
+    task = LMTask(train_iter, use_random_iter=use_random_iter)
+    config = _book_config(num_epochs, lr, device, "sgd")
+    engine = Engine(net, task, config, optimizer=_updater(net, lr))
+    hist = LMHistory.from_engine(engine.fit())
     ppl, speed = hist.perplexity[-1], hist.tokens_per_sec[-1]
     print(f"perplexity {ppl:.1f}, {speed:.1f} tokens/sec on {device!s}")
     print(predict_ch8("time traveller", 50, net, vocab, device))
@@ -56,25 +74,9 @@ def train_seq2seq(net, data_iter, lr, num_epochs, tgt_vocab, device):
     Batches are ``(X, X_valid_len, Y, Y_valid_len)``. Prints the book's line for the last
     epoch: ``loss {sum of per-sequence losses / tokens:.3f}, {tokens/sec:.1f} tokens/sec``.
     """
-    net.apply(_s2s.xavier_init_weights)
-    net.to(device)
-    optimizer = torch.optim.Adam(net.parameters(), lr=lr)
-    bos_id = tgt_vocab["<bos>"]
-    net.train()
-    loss_sum = num_tokens = seconds = 0.0
-    for _epoch in range(num_epochs):
-        start = _time.perf_counter()
-        totals = torch.zeros(2, dtype=torch.float64)
-        for batch in data_iter:
-            optimizer.zero_grad()
-            X, X_valid_len, Y, Y_valid_len = (x.to(device) for x in batch)
-            loss = _trainer.teacher_forcing_loss(
-                net, X, X_valid_len, Y, Y_valid_len, bos_id, "per_sequence"
-            )  # (B,): the book's MaskedSoftmaxCELoss
-            loss.sum().backward()
-            grad_clipping(net, 1)
-            optimizer.step()
-            totals += torch.stack([loss.detach().sum().cpu(), Y_valid_len.sum().cpu()])
-        seconds = _time.perf_counter() - start
-        loss_sum, num_tokens = float(totals[0]), float(totals[1])
-    print(f"loss {loss_sum / num_tokens:.3f}, {num_tokens / seconds:.1f} tokens/sec on {device!s}")
+    net.apply(xavier_init_weights)
+    task = PaddedPairsTask(data_iter, tgt_vocab["<bos>"], reduction="per_sequence_sum")
+    engine = Engine(net, task, _book_config(num_epochs, lr, device, "adam"))
+    history = engine.fit()
+    loss, speed = history["train_loss"][-1], history["tokens_per_s"][-1]
+    print(f"loss {loss:.3f}, {speed:.1f} tokens/sec on {device!s}")

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from attnkit.data import hub as _hub
-from attnkit.training import lm as _lmtrain
+from attnkit.training import optim as _optim
 
 DATA_HUB = _hub.DATA_HUB
 DATA_URL = _hub.DATA_URL
@@ -111,7 +111,7 @@ class Accumulator:
 
 def sgd(params, lr, batch_size) -> None:
     """The book's minibatch SGD: ``p -= lr * p.grad / batch_size`` under no_grad, zero grads."""
-    _lmtrain.sgd_update(params, lr)(batch_size)
+    _optim.sgd_update(params, lr)(batch_size)
 
 
 def _in_notebook() -> bool:

@@ -10,13 +10,11 @@ while the model runs.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 import unicodedata
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -64,18 +62,6 @@ def visible(word: str) -> str:
 def _char_name(c: str) -> str:
     name = unicodedata.name(c, "") or f"a {unicodedata.category(c)} character"
     return f"U+{ord(c):04X} {name}"
-
-
-def _is_lm_checkpoint(directory: str | os.PathLike) -> bool:
-    """True when ``directory`` holds an ``attnkit lm train`` checkpoint (not a translator)."""
-    try:
-        path = Path(directory) / "config.json"
-        if path.stat().st_size > 1_000_000:
-            return False
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(config, dict) and "format" not in config and "cell" in config
 
 
 class CheckpointLoadError(RuntimeError):
@@ -144,13 +130,7 @@ class ModelService:
             model, cfg = load_model(directory, device=device)
             data = TranslationData.from_dict(cfg["data"])
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
-            if _is_lm_checkpoint(directory):
-                raise CheckpointLoadError(
-                    f"cannot load checkpoint {directory}: it is a language-model checkpoint "
-                    "(written by `attnkit lm train`); attnkit serve needs a translator "
-                    "checkpoint, written by `attnkit translate train --out DIR` or "
-                    "`attnkit demo`"
-                ) from e
+            # another task's checkpoint (a language model) is named as such by load_model
             reason = e.args[0] if isinstance(e, KeyError) and e.args else e
             raise CheckpointLoadError(f"cannot load checkpoint {directory}: {reason}") from e
         return cls(model, data, str(cfg["arch"]), model_config=cfg.get("model_config"), **limits)

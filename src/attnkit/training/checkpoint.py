@@ -1,18 +1,24 @@
-"""Checkpoint directories: atomic saves, safe loads (no arbitrary unpickling).
+"""Checkpoint directories, one format for every task: atomic saves, safe loads.
 
 A checkpoint is a directory::
 
-    config.json              arch, model/train config, data + vocabularies, epoch, metrics history,
+    config.json              the task ("translation", "lm"), what rebuilds its model and data
+                             (arch/model config/vocabularies...), epoch, step, metrics history,
                              and the names + sha256 of the two files below (the commit record)
     model-<tag>.pt           model state_dict (torch.save)
-    trainer-<tag>.pt         optimizer state, step/epoch, RNG states (torch.save)
-    curves.png               written by the trainer
+    trainer-<tag>.pt         optimizer state, position in the run, RNG and loader states
+    *.png, samples.txt       written by the task (curves)
 
 Saving writes the two tensor files under fresh names (temp file + ``os.replace``),
 then replaces ``config.json`` atomically, then deletes files no longer referenced.
 ``config.json`` is the single commit point: a save that fails at any moment leaves
-the previous checkpoint loadable. Loading checks the sha256 of each file and uses
-``torch.load(weights_only=True)``, which only rebuilds tensors and plain containers.
+the previous checkpoint loadable (every file is fsynced before its rename). Loading
+checks the sha256 of each file and uses ``torch.load(weights_only=True)``, which only
+rebuilds tensors and plain containers.
+
+Older formats: version 1 (translators before the task field) loads as a translation
+checkpoint; a language-model folder of the old layout (model.pt, config.json with a
+"cell", vocab.json) is recognised and named, see ``attnkit.training.lm``.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import os
 import random
 import secrets
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,9 +41,11 @@ import torch
 __all__ = [
     "CONFIG_NAME",
     "Checkpoint",
+    "atomic_write",
     "get_rng_state",
     "load_checkpoint",
     "load_model",
+    "load_model_state",
     "read_checkpoint_config",
     "save_checkpoint",
     "set_rng_state",
@@ -44,7 +53,11 @@ __all__ = [
 
 CONFIG_NAME = "config.json"
 FORMAT = "attnkit-checkpoint"
-VERSION = 1
+VERSION = 2  # 2: a "task" field; 1 (translators only) still loads
+TASK_NAMES = {
+    "translation": "a translator checkpoint (from `attnkit translate train` or `attnkit demo`)",
+    "lm": "a language-model checkpoint (from `attnkit lm train`)",
+}
 
 
 @dataclass
@@ -55,18 +68,31 @@ class Checkpoint:
     trainer_state: dict[str, Any] | None
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
+def is_legacy_lm_checkpoint(directory: Path, config: Any) -> bool:
+    """An ``attnkit lm train`` folder of the layout before the one format (model.pt + vocab.json)."""
+    return isinstance(config, dict) and config.get("format") is None and "cell" in config
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[str], Any]) -> None:
+    """Call ``write(tmp_path)``, fsync, then rename onto ``path`` (same folder, so atomic):
+    a crash leaves the old file or the new one, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o644)  # mkstemp makes it 0600
-            f.write(data)
-            f.flush()
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600
+        write(tmp)
+        with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    atomic_write(path, lambda tmp: Path(tmp).write_bytes(data))
 
 
 def _torch_bytes(obj: Any) -> bytes:
@@ -114,8 +140,14 @@ def save_checkpoint(
     return directory
 
 
-def read_checkpoint_config(directory: str | os.PathLike) -> dict[str, Any]:
-    """Parse and check ``config.json`` of a checkpoint directory (no tensors loaded)."""
+def read_checkpoint_config(
+    directory: str | os.PathLike, task: str | None = "translation"
+) -> dict[str, Any]:
+    """Parse and check ``config.json`` of a checkpoint directory (no tensors loaded).
+
+    ``task``: the task the caller needs (None: any); another task's checkpoint is a
+    ValueError that names both.
+    """
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"no checkpoint at {directory}: not a directory")
@@ -126,17 +158,25 @@ def read_checkpoint_config(directory: str | os.PathLike) -> dict[str, Any]:
         config = json.loads(cfg_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"checkpoint {cfg_path} is corrupted (not valid JSON: {e})") from None
-    if isinstance(config, dict) and config.get("format") != FORMAT and "cell" in config:
-        raise ValueError(
-            f"{directory} is a language-model checkpoint (from `attnkit lm train`); "
-            "this needs a translator checkpoint (from `attnkit translate train` or `attnkit demo`)"
-        )
-    if not isinstance(config, dict) or config.get("format") != FORMAT:
+    legacy = is_legacy_lm_checkpoint(directory, config)
+    if legacy:
+        config = {"task": "lm"}  # named below; attnkit.training.lm reads the old layout
+    elif not isinstance(config, dict) or config.get("format") != FORMAT:
         raise ValueError(f"{cfg_path} is not an attnkit checkpoint (format != {FORMAT!r})")
-    if config.get("version") != VERSION:
+    elif config.get("version") not in (1, VERSION):
         raise ValueError(
             f"checkpoint {directory} has format version {config.get('version')!r}; "
-            f"this attnkit reads version {VERSION}"
+            f"this attnkit reads versions 1 and {VERSION}: use a newer attnkit"
+        )
+    found = config.get("task", "translation")  # version 1 had translators only
+    if task is not None and found != task:
+        what = TASK_NAMES.get(found, f"a {found!r} checkpoint")
+        raise ValueError(f"{directory} is {what}; this needs {TASK_NAMES.get(task, repr(task))}")
+    if legacy:
+        raise ValueError(
+            f"{directory} is a language-model checkpoint of the layout before attnkit 0.2 "
+            "(model.pt, vocab.json): `attnkit lm generate` still reads it; to train it on, "
+            "start again with `attnkit lm train --overwrite`"
         )
     files, digests = config.get("files"), config.get("sha256")
     if not isinstance(files, dict) or "model" not in files or not isinstance(digests, dict):
@@ -165,11 +205,14 @@ def _load_file(directory: Path, config: dict, key: str, map_location) -> Any:
 
 
 def load_checkpoint(
-    directory: str | os.PathLike, map_location: str | torch.device = "cpu", trainer: bool = True
+    directory: str | os.PathLike,
+    map_location: str | torch.device = "cpu",
+    trainer: bool = True,
+    task: str | None = "translation",
 ) -> Checkpoint:
     """Load a checkpoint written by ``save_checkpoint``; clear errors if missing or corrupted."""
     directory = Path(directory)
-    config = read_checkpoint_config(directory)
+    config = read_checkpoint_config(directory, task)
     model_state = _load_file(directory, config, "model", map_location)
     trainer_state = None
     if trainer and "trainer" in config.get("files", {}):
@@ -225,7 +268,6 @@ def load_model(directory: str | os.PathLike, device: str | torch.device = "cpu")
     not fit the recorded model config.
     """
     from attnkit.models.registry import build_model
-    from attnkit.training.trainer import load_model_state
 
     ck = load_checkpoint(directory, map_location=device, trainer=False)
     cfg = ck.config
@@ -240,3 +282,17 @@ def load_model(directory: str | os.PathLike, device: str | torch.device = "cpu")
     model = build_model(cfg["arch"], cfg["model_config"], *sizes)
     load_model_state(model, ck.model_state, directory)
     return model.to(device).eval(), cfg
+
+
+def load_model_state(
+    model: torch.nn.Module, state: dict[str, torch.Tensor], source: Any = "checkpoint"
+) -> None:
+    """``model.load_state_dict`` with an error that says which checkpoint does not fit."""
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as e:
+        first = str(e).splitlines()[0:3]
+        raise ValueError(
+            f"weights in {source} do not fit this model ({' '.join(first)}); "
+            "was it written for another arch or model config?"
+        ) from None

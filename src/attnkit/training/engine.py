@@ -1,0 +1,535 @@
+"""The training engine: one loop for every task, single or multi-process.
+
+A task adapter (``Task``) says what a batch is and what its loss is; the engine does the rest:
+
+    engine = Engine(model, task, EngineConfig(epochs=10, lr=1e-3, out_dir="runs/x"))
+    engine.resume()              # optional: continue a stopped run from out_dir, exactly
+    history = engine.fit()
+
+Per step (``train_step``): ``task.loss`` gives a ``StepLoss`` (summed loss, token count,
+optional denominator and carried state); the engine backpropagates
+``loss_sum / denominator`` (the token mean by default), clips the global gradient norm
+with foreach kernels, sets the scheduled learning rate and steps the optimizer (fused Adam,
+foreach SGD, or a callable updater such as the book's scratch ``sgd``). Nothing in a step
+waits for the device: totals stay tensors until the epoch ends.
+
+Per epoch: ``task.evaluate`` (every ``eval_every`` epochs and after the last), one history
+row and one printed line (``task.epoch_line``), a checkpoint (every epoch, when ``out_dir``
+is set) and ``task.end_epoch`` (plots). A tqdm bar runs during the epoch only when stdout
+and stderr are terminals; a piped log gets the epoch lines alone.
+
+Distributed (torch.distributed initialized, or rank/world_size given): the model is wrapped
+in DDP; each rank's objective is scaled so the update is that of the *global* batch
+(``loss_sum * world / sum of denominators``), and the same tiny all-reduce carries the stop
+flag, so every rank stops after the same step. Only rank 0 prints and writes.
+
+Ctrl-C/SIGTERM: the current step finishes, a mid-epoch checkpoint is saved (batch index,
+partial totals, the carried state gathered over ranks, the loader's RNG state at the
+epoch's start, torch/Python/NumPy RNG states) and ``TrainingInterrupted`` is raised;
+``resume`` continues bit-exactly, with any number of processes. A second Ctrl-C stops at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+
+from attnkit.training.checkpoint import (
+    CONFIG_NAME,
+    get_rng_state,
+    load_checkpoint,
+    load_model_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from attnkit.training.optim import OPTIMIZERS, SCHEDULES, lr_at, make_optimizer, model_parameters
+from attnkit.training.stop import StopSignals
+
+__all__ = [
+    "Engine",
+    "EngineConfig",
+    "StepLoss",
+    "Task",
+    "TrainingInterrupted",
+    "distributed_rank",
+]
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Raised by ``Engine.fit`` after Ctrl-C/SIGTERM, once the checkpoint is saved."""
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """What the loop needs besides the model and the task. Validated."""
+
+    epochs: int = 10
+    lr: float = 0.005
+    clip: float | None = 1.0  # max global grad norm; None = no clipping
+    optimizer: str = "adam"  # or "sgd" (ignored when an optimizer object is given)
+    beta1: float = 0.9
+    beta2: float = 0.98
+    weight_decay: float = 0.0
+    schedule: str = "constant"  # or "inverse_sqrt" (Vaswani et al., peak = lr at warmup)
+    warmup_steps: int = 0
+    seed: int | None = 0  # torch.manual_seed at the start of a fresh run; None = leave it
+    out_dir: str | None = None  # checkpoint directory; None = no checkpoints
+    eval_every: int = 1  # evaluate (one history row, one line) every N epochs and after the last
+    log_every: int = 1  # print every N-th history row (and the last); 0 = no epoch lines
+    device: str = "cpu"
+    progress: bool = True  # tqdm bar during epochs (rank 0, terminals only)
+
+    def __post_init__(self) -> None:
+        name = type(self).__name__
+        for field, allow_zero in (
+            ("epochs", False),
+            ("eval_every", False),
+            ("log_every", True),
+            ("warmup_steps", True),
+        ):
+            v = getattr(self, field)
+            if not isinstance(v, int) or isinstance(v, bool) or v < (0 if allow_zero else 1):
+                want = "a non-negative" if allow_zero else "a positive"
+                raise ValueError(f"{name}.{field} must be {want} int, got {v!r}")
+        if self.seed is not None and (
+            isinstance(self.seed, bool) or not isinstance(self.seed, int)
+        ):
+            raise ValueError(f"{name}.seed must be an int or None, got {self.seed!r}")
+        if isinstance(self.lr, bool) or not isinstance(self.lr, int | float) or not self.lr > 0:
+            raise ValueError(f"{name}.lr must be a positive number, got {self.lr!r}")
+        if math.isinf(self.lr):
+            raise ValueError(f"{name}.lr must be a positive number, got {self.lr!r}")
+        if self.clip is not None and not self.clip > 0:
+            raise ValueError(f"{name}.clip must be positive or None, got {self.clip!r}")
+        for field in ("beta1", "beta2"):
+            if not 0.0 <= getattr(self, field) < 1.0:
+                raise ValueError(f"{name}.{field} must be in [0, 1), got {getattr(self, field)}")
+        if self.weight_decay < 0:
+            raise ValueError(f"{name}.weight_decay must be >= 0, got {self.weight_decay}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(
+                f"{name}.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}"
+            )
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"{name}.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.schedule == "inverse_sqrt" and self.warmup_steps < 1:
+            raise ValueError(f"{name}.warmup_steps must be >= 1 with schedule='inverse_sqrt'")
+        torch.device(self.device)  # raises on a malformed device string
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]):
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - fields)
+        if unknown:
+            raise ValueError(
+                f"unknown {cls.__name__} keys {unknown}; expected some of {sorted(fields)}"
+            )
+        return cls(**d)
+
+
+@dataclass
+class StepLoss:
+    """What a task's ``loss`` returns for one batch (this rank's share of it).
+
+    ``loss_sum``: () the summed loss, reported as ``sum / tokens`` over the epoch.
+    ``tokens``: () or int, the count the report divides by.
+    ``denominator``: the objective is ``loss_sum / denominator``; None = ``tokens`` (the
+    token mean). Under DDP it is summed over ranks, so the update is the global batch's.
+    ``carry``: state handed to the next batch's ``loss`` (an RNN's hidden state), or None.
+    """
+
+    loss_sum: Tensor
+    tokens: Tensor | int
+    denominator: Tensor | float | None = None
+    carry: Any = None
+
+
+class Task:
+    """A task adapter: the batches and the loss; optional evaluation, lines, checkpoint fields."""
+
+    name = "task"
+
+    def batches(self, epoch: int, rank: int, world_size: int):
+        """The batches of 0-based ``epoch`` for ``rank`` (a function of the epoch and seed,
+        or of the loader state that ``loader_state`` returns)."""
+        raise NotImplementedError
+
+    def loss(self, engine: Engine, batch, carry) -> StepLoss:
+        raise NotImplementedError
+
+    def evaluate(self, engine: Engine) -> dict[str, float]:
+        """Metrics for the history row (collectives allowed: every rank calls it)."""
+        return {}
+
+    def epoch_line(self, engine: Engine, row: dict[str, float]) -> str | None:
+        return (
+            f"epoch {row['epoch']}/{engine.config.epochs}: train loss {row['train_loss']:.3f}, "
+            f"{row['tokens_per_s']:,.0f} tokens/s"
+        )
+
+    def end_epoch(self, engine: Engine, last: bool) -> None:
+        """After the epoch's checkpoint (rank 0 only): plots and the like."""
+
+    def checkpoint_config(self, engine: Engine) -> dict[str, Any]:
+        """JSON fields this task records in config.json (what rebuilds and resumes it)."""
+        return {}
+
+    def check_resume(self, config: dict[str, Any], directory: Path) -> None:
+        """Raise ValueError when a checkpoint's config.json does not fit this run."""
+
+    def loader_state(self) -> Any:
+        """The data loader's RNG state (weights_only-loadable), or None."""
+        return None
+
+    def set_loader_state(self, state: Any) -> None:
+        pass
+
+    def save_carry(self, carry, engine: Engine) -> Any:
+        """The carried state to save mid-epoch (every rank calls it: may gather), or None."""
+        return None
+
+    def load_carry(self, saved, engine: Engine) -> Any:
+        return None
+
+
+def distributed_rank(rank: int | None, world_size: int | None) -> tuple[int, int]:
+    """(rank, world_size): the given ones, else torch.distributed's, else (0, 1). Checked."""
+    initialized = dist.is_available() and dist.is_initialized()
+    if rank is None:
+        rank = dist.get_rank() if initialized else 0
+    if world_size is None:
+        world_size = dist.get_world_size() if initialized else 1
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+        raise ValueError(f"world_size must be a positive int, got {world_size!r}")
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
+        raise ValueError(f"rank must be an int in [0, {world_size}), got {rank!r}")
+    if world_size > 1 and not initialized:
+        raise RuntimeError(f"world_size={world_size} needs torch.distributed to be initialized")
+    return rank, world_size
+
+
+def _show_bars() -> bool:
+    return sys.stdout.isatty() and sys.stderr.isatty()
+
+
+class Engine:
+    """Train ``model`` on ``task`` (see the module docstring).
+
+    ``optimizer``: an optimizer, a callable ``updater(batch_size)`` (called with 1: the
+    objective is already a mean), or None for ``make_optimizer(config...)``.
+    """
+
+    def __init__(
+        self,
+        model,
+        task: Task,
+        config: EngineConfig,
+        *,
+        optimizer=None,
+        rank: int | None = None,
+        world_size: int | None = None,
+    ) -> None:
+        if not isinstance(task, Task):
+            raise TypeError(f"task must be an attnkit Task, got {type(task).__name__}")
+        if not isinstance(config, EngineConfig):
+            raise TypeError(f"config must be an EngineConfig, got {type(config).__name__}")
+        self.config, self.task = config, task
+        self.rank, self.world_size = distributed_rank(rank, world_size)
+        self.is_main = self.rank == 0
+        self.device = torch.device(config.device)
+        if isinstance(model, nn.Module):
+            model = model.to(self.device)
+        self.model = model
+        self.net = model
+        if self.world_size > 1:
+            if not isinstance(model, nn.Module):
+                raise TypeError(
+                    f"multi-process training needs an nn.Module, got {type(model).__name__}"
+                )
+            self.net = nn.parallel.DistributedDataParallel(model)  # broadcasts rank 0's weights
+        self.params = [p for p in model_parameters(model) if p.requires_grad]
+        if optimizer is None:
+            optimizer = make_optimizer(
+                self.params,
+                config.optimizer,
+                config.lr,
+                betas=(config.beta1, config.beta2),
+                weight_decay=config.weight_decay,
+            )
+        elif not (isinstance(optimizer, torch.optim.Optimizer) or callable(optimizer)):
+            raise TypeError(f"optimizer must be an Optimizer or a callable, got {optimizer!r}")
+        self.optimizer = optimizer
+        self.step = 0  # optimizer steps done
+        self.epoch = 0  # epochs done
+        self.batch_in_epoch = 0  # batches of the current epoch done (> 0 after an interrupt)
+        self.partial = (0.0, 0.0, 0.0)  # loss sum, tokens (all ranks), seconds of those batches
+        self.carry = None  # carried state to start the interrupted epoch from (resume)
+        self.history: dict[str, list[float]] = {
+            "epoch": [], "train_loss": [], "tokens_per_s": [], "seconds": []
+        }  # fmt: skip
+        self._saved_carry = None  # gathered at an interrupt, for the checkpoint
+        self._epoch_loader_state = None  # loader state at the start of the current epoch
+        self._stop = StopSignals(verbose=self.is_main)  # its handlers are on during fit()
+        self._stop_now = False  # the same, agreed by every rank at the end of a step
+        self._bar = None
+        self._stopping_at_end = False  # a stop was asked during the last epoch's last step
+
+    # ------------------------------------------------------------------ training
+    def train_step(self, batch, carry=None) -> tuple[Tensor, Tensor, Any]:
+        """One optimizer step; returns (summed loss, tokens, carry), detached, no host sync."""
+        out = self.task.loss(self, batch, carry)
+        tokens = torch.as_tensor(out.tokens, device=out.loss_sum.device)
+        denominator = tokens if out.denominator is None else out.denominator
+        for p in self.params:
+            p.grad = None
+        if self.world_size > 1:
+            # DDP averages the ranks' gradients: scale each rank's sum by world / the
+            # global denominator. The same all-reduce tells every rank whether any of
+            # them was asked to stop, so all stop after the same step.
+            packed = torch.stack(
+                [
+                    torch.as_tensor(denominator, dtype=torch.float64, device=tokens.device),
+                    torch.tensor(float(self._stop.requested), device=tokens.device).double(),
+                ]
+            )
+            dist.all_reduce(packed)
+            scale = self.world_size / packed[0].clamp(min=1e-12)
+            (out.loss_sum * scale.to(out.loss_sum.dtype)).backward()
+            self._stop_now = bool(packed[1] > 0)
+        elif isinstance(denominator, Tensor):
+            (out.loss_sum / denominator.clamp(min=1)).backward()
+        elif denominator == 1:
+            out.loss_sum.backward()
+        else:
+            (out.loss_sum / denominator).backward()
+        cfg = self.config
+        if cfg.clip is not None and self.params:
+            nn.utils.clip_grad_norm_(self.params, cfg.clip, foreach=True)
+        self.step += 1
+        if cfg.schedule != "constant":
+            lr = lr_at(cfg.schedule, cfg.lr, cfg.warmup_steps, self.step)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+        if isinstance(self.optimizer, torch.optim.Optimizer):
+            self.optimizer.step()
+        else:
+            self.optimizer(1)
+        return out.loss_sum.detach(), tokens, out.carry
+
+    def _should_stop(self) -> bool:
+        # one process: as soon as asked; several: when the last step's all-reduce said so
+        return self._stop.requested if self.world_size == 1 else self._stop_now
+
+    def train_epoch(self) -> dict[str, float]:
+        """Train one epoch; returns its mean loss, tokens (all ranks), seconds and tokens/s."""
+        epoch, skip = self.epoch, self.batch_in_epoch  # skip > 0: resuming this epoch
+        self._epoch_loader_state = self.task.loader_state()
+        batches = self.task.batches(epoch, self.rank, self.world_size)
+        carry, self.carry = (self.carry if skip else None), None
+        if isinstance(self.model, nn.Module):
+            self.model.train()
+        totals = torch.zeros(2, dtype=torch.float64, device=self.device)  # loss sum, tokens
+        if skip and self.is_main:  # the all-reduce below counts rank 0's share once
+            totals += torch.tensor(self.partial[:2], dtype=torch.float64, device=self.device)
+        seconds_before = self.partial[2] if skip else 0.0
+        total = len(batches) if hasattr(batches, "__len__") else None
+        bar = None
+        if self.config.progress and self.is_main and _show_bars():
+            from tqdm import tqdm
+
+            bar = tqdm(
+                total=total, initial=skip, desc=f"epoch {epoch + 1}/{self.config.epochs}",
+                unit="batch", leave=False, dynamic_ncols=True,
+            )  # fmt: skip
+        self._bar = bar
+        stopping = False
+        start = time.perf_counter()
+        try:
+            for i, batch in enumerate(batches):
+                if i < skip:  # the batches of an epoch are a function of its loader state
+                    continue
+                if stopping:  # asked during the previous step, and the epoch is not over
+                    self._saved_carry = self.task.save_carry(carry, self)
+                    self._all_reduce(totals)
+                    seconds = seconds_before + time.perf_counter() - start
+                    self.partial = (float(totals[0]), float(totals[1]), seconds)
+                    of = f"/{total}" if total is not None else ""
+                    raise TrainingInterrupted(f"epoch {epoch + 1}, batch {i}{of}")
+                loss_sum, tokens, carry = self.train_step(batch, carry)
+                totals[0] += loss_sum
+                totals[1] += tokens
+                self.batch_in_epoch = i + 1
+                stopping = self._should_stop()
+                if bar is not None:
+                    bar.update(1)
+                    if i % 10 == 9:  # the only host sync during the epoch, terminals only
+                        done = float(totals[1])
+                        bar.set_postfix(
+                            loss=f"{float(totals[0]) / max(done, 1):.3f}",
+                            tok_s=f"{done / (time.perf_counter() - start):.0f}",
+                            refresh=False,
+                        )
+        finally:
+            if bar is not None:
+                bar.close()
+            self._bar = None
+        self._all_reduce(totals)
+        seconds = seconds_before + time.perf_counter() - start
+        if float(totals[1]) == 0:
+            raise ValueError(f"epoch {epoch + 1} had no batches with tokens; is the data empty?")
+        self.epoch += 1
+        self.batch_in_epoch, self.partial = 0, (0.0, 0.0, 0.0)
+        self._stopping_at_end = stopping
+        tokens = float(totals[1])
+        return {
+            "loss": float(totals[0]) / tokens,
+            "tokens": tokens,
+            "seconds": seconds,
+            "tokens_per_s": tokens / max(seconds, 1e-9),
+        }
+
+    def fit(self) -> dict[str, list[float]]:
+        """Train until ``config.epochs`` epochs are done (continuing after ``resume``)."""
+        cfg = self.config
+        fresh = self.step == 0 and self.epoch == 0 and self.batch_in_epoch == 0
+        if fresh and cfg.seed is not None:
+            torch.manual_seed(cfg.seed)
+        if self.epoch > cfg.epochs or (self.epoch == cfg.epochs and self.batch_in_epoch):
+            raise ValueError(f"the run is at epoch {self.epoch}, past epochs={cfg.epochs}")
+        try:
+            with self._stop:
+                return self._fit()
+        except TrainingInterrupted as e:
+            where = f"stopped at {e}"
+            if cfg.out_dir is not None:
+                self.save()
+                where += f"; checkpoint saved in {cfg.out_dir}, --resume continues from there"
+            self.log(f"\n{where}")
+            raise
+        finally:
+            self._stop_now = False
+
+    def _fit(self) -> dict[str, list[float]]:
+        cfg = self.config
+        while self.epoch < cfg.epochs:
+            stats = self.train_epoch()
+            last = self.epoch == cfg.epochs
+            if self.epoch % cfg.eval_every == 0 or last:
+                row = {"epoch": self.epoch, "train_loss": stats["loss"]}
+                row["tokens_per_s"] = stats["tokens_per_s"]
+                row["seconds"] = stats["seconds"]
+                row.update(self.task.evaluate(self))
+                for key, value in row.items():
+                    self.history.setdefault(key, []).append(value)
+                rows = len(self.history["epoch"])
+                if cfg.log_every and (rows % cfg.log_every == 0 or last):
+                    line = self.task.epoch_line(self, row)
+                    if line:
+                        self.log(line)
+            if cfg.out_dir is not None:
+                self.save()  # every epoch, evaluated or not
+            if self.is_main:
+                self.task.end_epoch(self, last)
+            if self._stopping_at_end and not last:  # asked during the epoch's last batch
+                raise TrainingInterrupted(f"the end of epoch {self.epoch}")
+        return self.history
+
+    def log(self, line: str) -> None:
+        """Print on rank 0 (above the bar when one is shown)."""
+        if not self.is_main:
+            return
+        if self._bar is not None:
+            self._bar.write(line)
+        else:
+            print(line, flush=True)
+
+    def _all_reduce(self, t: Tensor) -> None:
+        if self.world_size > 1:
+            dist.all_reduce(t)
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """The trainer state of a checkpoint (weights_only-loadable)."""
+        mid_epoch = self.batch_in_epoch > 0
+        optimizer = self.optimizer
+        return {
+            "optimizer": optimizer.state_dict()
+            if isinstance(optimizer, torch.optim.Optimizer)
+            else None,
+            "step": self.step,
+            "epoch": self.epoch,
+            "batch_in_epoch": self.batch_in_epoch,
+            "partial": list(self.partial) if mid_epoch else [0.0, 0.0, 0.0],
+            "carry": self._saved_carry if mid_epoch else None,
+            # the batches of an interrupted epoch are replayed from its start
+            "loader": self._epoch_loader_state if mid_epoch else self.task.loader_state(),
+            "rng": get_rng_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any], history: dict[str, list] | None) -> None:
+        if isinstance(self.optimizer, torch.optim.Optimizer) and state.get("optimizer"):
+            self.optimizer.load_state_dict(state["optimizer"])
+        self.step, self.epoch = int(state["step"]), int(state["epoch"])
+        self.batch_in_epoch = int(state.get("batch_in_epoch", 0))
+        partial = [float(x) for x in state.get("partial", (0.0, 0.0, 0.0))]
+        self.partial = (*partial, 0.0, 0.0, 0.0)[:3]
+        if history is not None:
+            self.history = {k: list(v) for k, v in history.items()}
+        set_rng_state(state["rng"])
+        if state.get("loader") is not None:
+            self.task.set_loader_state(state["loader"])
+        saved = state.get("carry")
+        self.carry = self.task.load_carry(saved, self) if saved is not None else None
+        self._saved_carry = saved
+
+    def checkpoint_config(self) -> dict[str, Any]:
+        return {
+            "task": self.task.name,
+            **self.task.checkpoint_config(self),
+            "epoch": self.epoch,
+            "step": self.step,
+            "batch_in_epoch": self.batch_in_epoch,
+            "history": self.history,
+        }
+
+    def save(self, directory: str | Path | None = None) -> Path:
+        """Write a checkpoint (rank 0 only; other ranks return without writing)."""
+        directory = Path(directory or self.config.out_dir or "")
+        if not str(directory) or directory == Path():
+            raise ValueError("no checkpoint directory: pass one or set the config's out_dir")
+        if not self.is_main:
+            return directory
+        if not isinstance(self.model, nn.Module):
+            raise TypeError("only nn.Module models can be saved in a checkpoint")
+        return save_checkpoint(
+            directory, self.checkpoint_config(), self.model.state_dict(), self.state_dict()
+        )
+
+    def resume(self, directory: str | Path | None = None) -> bool:
+        """Load weights, optimizer, RNG and loader states, position and history.
+
+        Returns False when ``directory`` (default ``out_dir``) holds no checkpoint yet.
+        Raises ValueError when the checkpoint does not fit this task (``check_resume``).
+        """
+        directory = Path(directory or self.config.out_dir or "")
+        if not (directory / CONFIG_NAME).exists():
+            return False
+        ck = load_checkpoint(directory, map_location=self.device, task=self.task.name)
+        self.task.check_resume(ck.config, directory)
+        if ck.trainer_state is None:
+            raise ValueError(f"checkpoint {directory} has no trainer state to resume from")
+        load_model_state(self.model, ck.model_state, directory)
+        self.load_state_dict(ck.trainer_state, ck.config.get("history"))
+        return True

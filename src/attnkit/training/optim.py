@@ -1,0 +1,113 @@
+"""Optimizers, learning-rate schedules and gradient clipping: one of each for every task.
+
+``make_optimizer`` is the one factory (fused Adam where the device has the kernel,
+foreach otherwise; foreach SGD); ``lr_at`` the one schedule; ``clip_gradients`` the one
+global-norm clipping (foreach, no host sync unless the norm is asked for).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+import torch
+from torch import Tensor, nn
+
+__all__ = [
+    "OPTIMIZERS",
+    "SCHEDULES",
+    "clip_gradients",
+    "lr_at",
+    "make_optimizer",
+    "model_parameters",
+    "sgd_update",
+]
+
+OPTIMIZERS = ("adam", "sgd")
+SCHEDULES = ("constant", "inverse_sqrt")
+
+
+def model_parameters(model) -> list[Tensor]:
+    """``model.parameters()`` for modules (DDP too), ``model.params`` for the book's scratch glue."""
+    if isinstance(model, nn.Module):
+        return list(model.parameters())
+    params = getattr(model, "params", None)
+    if params is None:
+        raise TypeError(f"expected an nn.Module or an object with .params, got {type(model)}")
+    return list(params)
+
+
+def make_optimizer(
+    model_or_params,
+    name: str = "adam",
+    lr: float = 0.001,
+    *,
+    betas: tuple[float, float] = (0.9, 0.999),
+    weight_decay: float = 0.0,
+) -> torch.optim.Optimizer:
+    """``'adam'`` (fused kernel where available, else foreach) or ``'sgd'`` (foreach).
+
+    ``model_or_params``: a module, the book's scratch glue (``.params``) or an iterable
+    of tensors.
+    """
+    if name not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
+    if isinstance(lr, bool) or not isinstance(lr, int | float) or not 0 < lr < math.inf:
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    if isinstance(model_or_params, nn.Module) or hasattr(model_or_params, "params"):
+        params = model_parameters(model_or_params)
+    else:
+        params = list(model_or_params)
+    params = [p for p in params if p.requires_grad]
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay, foreach=True)
+    try:
+        return torch.optim.Adam(params, lr=lr, betas=betas, weight_decay=weight_decay, fused=True)
+    except (RuntimeError, TypeError):  # no fused kernel for this device/dtype
+        return torch.optim.Adam(params, lr=lr, betas=betas, weight_decay=weight_decay, foreach=True)
+
+
+def lr_at(schedule: str, lr: float, warmup_steps: int, step: int) -> float:
+    """Learning rate of optimizer step ``step`` (1-based).
+
+    ``constant``: ``lr``. ``inverse_sqrt``: ``lr * sqrt(w) * min(step^-0.5, step * w^-1.5)``,
+    the Transformer schedule scaled so that its peak, at ``step == warmup_steps``, is ``lr``.
+    """
+    if schedule == "constant":
+        return lr
+    if schedule != "inverse_sqrt":
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    step = max(step, 1)
+    w = warmup_steps
+    return lr * math.sqrt(w) * min(step**-0.5, step * w**-1.5)
+
+
+def clip_gradients(model_or_params, max_norm: float) -> float:
+    """Scale all gradients so their global L2 norm is at most ``max_norm``; return the norm
+    before clipping (``torch.nn.utils.clip_grad_norm_`` with foreach kernels)."""
+    if not max_norm > 0:
+        raise ValueError(f"max_norm must be positive, got {max_norm}")
+    if isinstance(model_or_params, nn.Module) or hasattr(model_or_params, "params"):
+        params = model_parameters(model_or_params)
+    else:
+        params = list(model_or_params)
+    params = [p for p in params if p.grad is not None]
+    if not params:
+        return 0.0
+    return float(nn.utils.clip_grad_norm_(params, max_norm, foreach=True))
+
+
+def sgd_update(params: Iterable[Tensor], lr: float) -> Callable[[int], None]:
+    """The book's ``sgd`` as an updater: ``p -= lr * p.grad / batch_size``, then zero grads."""
+    if not lr > 0:
+        raise ValueError(f"lr must be positive, got {lr}")
+    params = list(params)
+
+    @torch.no_grad()
+    def update(batch_size: int) -> None:
+        for p in params:
+            if p.grad is not None:
+                p -= lr * p.grad / batch_size
+                p.grad.zero_()
+
+    return update

@@ -1,0 +1,340 @@
+"""Translation on the engine: ``Trainer`` trains an ``EncoderDecoder`` on a ``TranslationData``.
+
+Shape legend: B batch, S source length, T target length, V vocabulary size.
+
+    model = build_model("bahdanau", {}, len(data.src_vocab), len(data.tgt_vocab))
+    trainer = Trainer(model, data, TrainConfig(epochs=30, out_dir="runs/bahdanau"), arch="bahdanau")
+    trainer.resume()            # optional: continue a stopped run from out_dir
+    history = trainer.fit()
+
+Two task adapters over ``attnkit.training.engine``: ``PaddedPairsTask`` trains on any
+iterable of padded ``(X, X_valid_len, Y, Y_valid_len)`` batches (the book's
+``load_data_nmt``), ``TranslationTask`` on a ``TranslationData``'s length-bucketed batches,
+with validation loss and corpus BLEU of greedy decodes. Per step: teacher forcing (decoder
+input ``<bos>`` + tgt[:, :-1]) on batches trimmed to their longest sequence (under the
+masks the math is unchanged), masked cross-entropy averaged over real target tokens
+(``reduction="token_mean"``) or the book's per-sequence losses summed
+(``"per_sequence_sum"``: each row's token losses over the padded length, as its
+``MaskedSoftmaxCELoss``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from attnkit.decoding import translate
+from attnkit.metrics import bleu_from_stats, bleu_stats
+from attnkit.models.seq2seq import EncoderDecoder
+from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task, TrainingInterrupted
+from attnkit.training.losses import masked_cross_entropy
+
+__all__ = [
+    "PaddedPairsTask",
+    "TrainConfig",
+    "Trainer",
+    "TrainingInterrupted",
+    "TranslationTask",
+    "teacher_forcing_loss",
+    "trim_padding",
+]
+
+REDUCTIONS = ("token_mean", "per_sequence_sum")
+
+
+@dataclass(frozen=True)
+class TrainConfig(EngineConfig):
+    """The engine's settings plus the translation task's. Validated."""
+
+    batch_tokens: int = 1024  # padded source + target tokens per batch (all ranks together)
+    label_smoothing: float = 0.0
+    bleu_sentences: int | None = 200  # validation sentences decoded for BLEU; None = all
+    max_decode_len: int | None = None  # greedy decoding steps; None = data.max_len + 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.batch_tokens, bool) or not isinstance(self.batch_tokens, int):
+            raise ValueError(
+                f"TrainConfig.batch_tokens must be a positive int, got {self.batch_tokens!r}"
+            )
+        if self.batch_tokens < 1:
+            raise ValueError(
+                f"TrainConfig.batch_tokens must be a positive int, got {self.batch_tokens!r}"
+            )
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(
+                f"TrainConfig.label_smoothing must be in [0, 1), got {self.label_smoothing!r}"
+            )
+        if self.bleu_sentences is not None and self.bleu_sentences < 0:
+            raise ValueError(
+                f"TrainConfig.bleu_sentences must be >= 0 or None, got {self.bleu_sentences}"
+            )
+        if self.max_decode_len is not None and self.max_decode_len < 1:
+            raise ValueError(
+                f"TrainConfig.max_decode_len must be >= 1 or None, got {self.max_decode_len}"
+            )
+
+
+def trim_padding(tokens: Tensor, lengths: Tensor) -> Tensor:
+    """``tokens`` (B, L) cut to its longest valid length ``lengths.max()`` (at least 1)."""
+    longest = max(int(lengths.max()), 1) if lengths.numel() else 1
+    return tokens[:, :longest] if longest < tokens.shape[1] else tokens
+
+
+def teacher_forcing_loss(
+    model: nn.Module,
+    src: Tensor,  # (B, S)
+    src_len: Tensor,  # (B,)
+    tgt: Tensor,  # (B, T): targets + <eos>, no <bos>
+    tgt_len: Tensor,  # (B,)
+    bos_id: int,
+    reduction: str = "sum",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """Masked cross-entropy of ``model(src, <bos> + tgt[:, :-1], src_len)`` against ``tgt``."""
+    bos = torch.full((tgt.shape[0], 1), bos_id, dtype=tgt.dtype, device=tgt.device)
+    dec_in = torch.cat([bos, tgt[:, :-1]], dim=1)  # (B, T)
+    logits, _ = model(src, dec_in, src_len)  # (B, T, V)
+    return masked_cross_entropy(logits, tgt, tgt_len, reduction, label_smoothing)
+
+
+class PaddedPairsTask(Task):
+    """Teacher forcing on an iterable of padded ``(X, X_valid_len, Y, Y_valid_len)`` batches.
+
+    ``reduction``: ``"token_mean"`` (every real target token weighs the same) or
+    ``"per_sequence_sum"`` (the book: each row's masked token losses divided by the
+    padded length ``Y.shape[1]``, summed over rows; the reported loss is that sum over
+    the real tokens, as the book prints it). Batches are trimmed to their longest
+    source and target before they move to the device.
+    """
+
+    name = "translation"
+
+    def __init__(
+        self,
+        batches: Iterable,
+        bos_id: int,
+        *,
+        reduction: str = "token_mean",
+        label_smoothing: float = 0.0,
+    ) -> None:
+        if reduction not in REDUCTIONS:
+            raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+        self._batches = batches
+        self.bos_id = int(bos_id)
+        self.reduction = reduction
+        self.label_smoothing = label_smoothing
+
+    def batches(self, epoch: int, rank: int, world_size: int):
+        return self._batches
+
+    def loss(self, engine: Engine, batch, carry) -> StepLoss:
+        src, src_len, tgt, tgt_len = batch.astuple() if hasattr(batch, "astuple") else batch
+        padded_len = tgt.shape[1]
+        src, tgt = trim_padding(src, src_len), trim_padding(tgt, tgt_len)
+        device = engine.device
+        src, src_len, tgt, tgt_len = (
+            t.to(device, non_blocking=True) for t in (src, src_len, tgt, tgt_len)
+        )
+        loss_sum = teacher_forcing_loss(
+            engine.net, src, src_len, tgt, tgt_len, self.bos_id, "sum", self.label_smoothing
+        )
+        tokens = tgt_len.sum()
+        if self.reduction == "per_sequence_sum":
+            return StepLoss(loss_sum / padded_len, tokens, denominator=1)
+        return StepLoss(loss_sum, tokens)
+
+
+class TranslationTask(PaddedPairsTask):
+    """A ``TranslationData``: its bucketed train batches (per seed, epoch and rank),
+    validation loss and greedy-decode BLEU, the epoch line, curves and checkpoint fields."""
+
+    def __init__(
+        self,
+        data,
+        config: TrainConfig,
+        *,
+        arch: str = "custom",
+        model_config: dict[str, Any] | None = None,
+        data_args: dict[str, Any] | None = None,
+    ) -> None:
+        for name in ("src_vocab", "tgt_vocab", "batches", "encode_source", "to_dict"):
+            if not hasattr(data, name):
+                raise TypeError(f"data must be a TranslationData (missing .{name})")
+        super().__init__((), data.tgt_vocab["<bos>"], label_smoothing=config.label_smoothing)
+        self.data, self.config = data, config
+        self.arch = arch
+        self.model_config = dict(model_config or {})
+        self.data_args = dict(data_args or {})
+
+    def batches(self, epoch: int, rank: int, world_size: int):
+        cfg = self.config
+        return self.data.batches(
+            "train", cfg.batch_tokens, shuffle=True, seed=cfg.seed or 0, epoch=epoch,
+            rank=rank, world_size=world_size,
+        )  # fmt: skip
+
+    def evaluate(self, engine: Engine) -> dict[str, float]:
+        # no validation split (val_fraction=0): NaN, so every column has one entry per row
+        if len(self.data.val) == 0:
+            return {"val_loss": math.nan, "val_bleu": math.nan}
+        metrics = evaluate_split(engine, self.data, "val", self.config.bleu_sentences)
+        return {"val_loss": metrics["loss"], "val_bleu": metrics["bleu"]}
+
+    def epoch_line(self, engine: Engine, row: dict[str, float]) -> str:
+        cfg = self.config
+        # the train loss includes label smoothing, the validation loss does not
+        smoothed = f" (label smoothing {cfg.label_smoothing:g})" if cfg.label_smoothing else ""
+        val = (
+            f"val loss {row['val_loss']:.3f}, val BLEU {row['val_bleu']:.1f}, "
+            if len(self.data.val)
+            else "no validation split, "
+        )
+        return (
+            f"epoch {row['epoch']}/{cfg.epochs}: train loss {row['train_loss']:.3f}{smoothed}, "
+            f"{val}{row['tokens_per_s']:,.0f} tokens/s"
+        )
+
+    def end_epoch(self, engine: Engine, last: bool) -> None:
+        cfg = self.config
+        if cfg.out_dir is not None and (last or engine.epoch % (10 * cfg.eval_every) == 0):
+            plot_history(engine.history, Path(cfg.out_dir) / "curves.png", self.arch)
+
+    def checkpoint_config(self, engine: Engine) -> dict[str, Any]:
+        return {
+            "arch": self.arch,
+            "model_config": self.model_config,
+            "train_config": self.config.to_dict(),
+            "data": self.data.to_dict(),
+            "data_args": self.data_args,
+        }
+
+    def check_resume(self, config: dict[str, Any], directory: Path) -> None:
+        if config.get("arch") != self.arch:
+            raise ValueError(
+                f"checkpoint {directory} was trained with arch {config.get('arch')!r}, "
+                f"not {self.arch!r}"
+            )
+        if config.get("model_config") != json.loads(json.dumps(self.model_config)):
+            raise ValueError(
+                f"checkpoint {directory} has model config {config.get('model_config')}, "
+                f"not {self.model_config}"
+            )
+        if config.get("data") != json.loads(json.dumps(self.data.to_dict())):
+            raise ValueError(
+                f"checkpoint {directory} was trained on different data/vocabularies; "
+                "resume with the same --data and data options"
+            )
+
+
+class Trainer(Engine):
+    """The engine with a ``TranslationTask``: train an ``EncoderDecoder`` on a ``TranslationData``.
+
+    ``arch`` and ``model_config`` are recorded in checkpoints so that
+    ``attnkit translate run/eval`` can rebuild the model through the registry;
+    ``data_args`` (the ``load_translation_data`` arguments) lets them reload the data.
+    Without a validation split (``val_fraction=0``) validation is skipped: the epoch line
+    says "no validation split" and the history's ``val_loss``/``val_bleu`` are NaN.
+    """
+
+    def __init__(
+        self,
+        model: EncoderDecoder,
+        data,
+        config: TrainConfig,
+        *,
+        arch: str = "custom",
+        model_config: dict[str, Any] | None = None,
+        data_args: dict[str, Any] | None = None,
+        rank: int | None = None,
+        world_size: int | None = None,
+    ) -> None:
+        if not isinstance(model, EncoderDecoder):
+            raise TypeError(f"model must be an EncoderDecoder, got {type(model).__name__}")
+        if not isinstance(config, TrainConfig):
+            raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+        task = TranslationTask(
+            data, config, arch=arch, model_config=model_config, data_args=data_args
+        )
+        super().__init__(model, task, config, rank=rank, world_size=world_size)
+        self.data, self.arch = data, arch
+        self.history.update(val_loss=[], val_bleu=[])
+
+    def evaluate(self, split: str = "val", max_sentences: int | None = None) -> dict[str, float]:
+        """Mean token loss (teacher forcing) and corpus BLEU of greedy decodes on ``split``."""
+        return evaluate_split(self, self.data, split, max_sentences)
+
+    def plot(self, path: str | Path) -> None:
+        plot_history(self.history, path, self.arch)
+
+
+@torch.no_grad()
+def evaluate_split(
+    engine: Engine, data, split: str = "val", max_sentences: int | None = None
+) -> dict[str, float]:
+    """Mean token loss (teacher forcing) and corpus BLEU of greedy decodes on ``split``.
+
+    BLEU decodes the first ``max_sentences`` pairs of the split (all if None). Sums are
+    all-reduced across ranks; each rank scores and decodes its share. An empty split
+    gives NaN for both.
+    """
+    model, device = engine.model, engine.device
+    rank, world = engine.rank, engine.world_size
+    cfg = engine.config
+    batch_tokens = getattr(cfg, "batch_tokens", 1024)
+    bos_id = data.tgt_vocab["<bos>"]
+    was_training = model.training
+    model.eval()
+    totals = torch.zeros(2, dtype=torch.float64, device=device)
+    # every rank scores a disjoint share of *all* batches (no remainder is dropped, and
+    # shares may differ in size: the only collective comes after the loop)
+    for batch in data.batches(split, batch_tokens, shuffle=False)[rank::world]:
+        src, src_len, tgt, tgt_len = batch.to(device).astuple()
+        totals[0] += teacher_forcing_loss(model, src, src_len, tgt, tgt_len, bos_id, "sum")
+        totals[1] += tgt_len.sum()
+    pairs = list(getattr(data, split))
+    if max_sentences is not None:
+        pairs = pairs[:max_sentences]
+    pairs = pairs[rank::world]
+    stats = torch.zeros(10, dtype=torch.float64, device=device)
+    if pairs:
+        hyps, _ = translate(
+            model, data, [" ".join(src) for src, _ in pairs],
+            max_len=getattr(cfg, "max_decode_len", None),
+        )  # fmt: skip
+        stats += torch.tensor(bleu_stats(hyps, [" ".join(tgt) for _, tgt in pairs]))
+    engine._all_reduce(totals)
+    engine._all_reduce(stats)
+    model.train(was_training)
+    loss = float(totals[0] / totals[1]) if totals[1] > 0 else float("nan")
+    bleu = bleu_from_stats(stats.tolist()) if stats[9] > 0 else float("nan")  # no references
+    return {"loss": loss, "bleu": bleu, "tokens": float(totals[1])}
+
+
+def plot_history(history: dict[str, list[float]], path: str | Path, title: str) -> None:
+    """Loss curves (left axis) and validation BLEU (right axis) in one PNG."""
+    import matplotlib.pyplot as plt
+
+    from attnkit.viz import plot_curves, save_figure
+
+    h = history
+    fig = plot_curves(
+        {"train loss": h["train_loss"], "val loss": h["val_loss"]},
+        xlabel="epoch",
+        ylabel="loss (nats/token)",
+        x=h["epoch"],
+        title=title,
+    )
+    ax2 = fig.axes[0].twinx()
+    ax2.plot(h["epoch"], h["val_bleu"], color="tab:green", linestyle="--", label="val BLEU")
+    ax2.set_ylabel("val BLEU")
+    ax2.legend(loc="center right")
+    save_figure(fig, path)
+    plt.close(fig)
