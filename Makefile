@@ -1,6 +1,7 @@
 # Two commands do all set-up: `make demo` (the main job) and `make test`.
-# Each creates .venv if missing, installs torch==2.13.0 first (served from local disk;
-# any other torch spec downloads gigabytes), then attnkit with its dev extras.
+# Each creates .venv if missing, installs torch==2.13.0 first (on the dev machine its
+# cp311 CPU wheel is on local disk; any other torch spec, or another Python, downloads
+# gigabytes: the CUDA build from PyPI), then attnkit with its dev extras.
 #
 # Python used to create .venv (an existing .venv is kept, whichever Python made it).
 # PY=... on the command line (or in the environment) wins. Otherwise the newest of
