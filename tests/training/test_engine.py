@@ -1,0 +1,186 @@
+"""The one training engine: its step's arithmetic, reductions, trimming, updaters, the
+non-terminal progress output, argument checks and the checkpoint formats it reads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from attnkit.data.translation import load_translation_data
+from attnkit.models.registry import build_model
+from attnkit.training.checkpoint import load_checkpoint, read_checkpoint_config
+from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task
+from attnkit.training.losses import MaskedSoftmaxCELoss
+from attnkit.training.optim import make_optimizer, sgd_update
+from attnkit.training.translation import PaddedPairsTask, TrainConfig, Trainer, trim_padding
+
+MODEL = {"embed_size": 8, "num_hiddens": 8, "num_layers": 1, "dropout": 0.0}
+
+
+class LinearTask(Task):
+    """y = w x with a squared loss; batches are fixed tensors."""
+
+    name = "linear"
+
+    def __init__(self, batches, denominator=None):
+        self._batches, self.denominator = batches, denominator
+
+    def batches(self, epoch, rank, world_size):
+        return self._batches
+
+    def loss(self, engine, batch, carry):
+        x, y = batch
+        loss_sum = ((engine.net(x) - y) ** 2).sum()
+        return StepLoss(loss_sum, torch.tensor(x.shape[0]), denominator=self.denominator)
+
+
+def _linear(seed=0):
+    torch.manual_seed(seed)
+    return nn.Linear(3, 1, bias=False).double()
+
+
+def _data():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(4, 3, generator=g, dtype=torch.float64)
+    return [(x, x.sum(1, keepdim=True))]
+
+
+@pytest.mark.parametrize(("denominator", "scale"), [(None, 1 / 4), (1, 1.0), (8.0, 1 / 8)])
+def test_a_step_is_sgd_on_loss_sum_over_the_denominator(denominator, scale):
+    model, (batch,) = _linear(), _data()
+    reference = _linear()
+    config = EngineConfig(epochs=1, lr=0.1, clip=None, optimizer="sgd", seed=None, log_every=0)
+    engine = Engine(model, LinearTask([batch], denominator), config)
+    loss_sum, tokens, carry = engine.train_step(batch)
+    x, y = batch
+    ref_loss = ((reference(x) - y) ** 2).sum()
+    (ref_loss * scale).backward()
+    with torch.no_grad():
+        expected = reference.weight - 0.1 * reference.weight.grad
+    torch.testing.assert_close(model.weight, expected, rtol=0, atol=1e-15)
+    assert float(loss_sum) == pytest.approx(float(ref_loss.detach())) and int(tokens) == 4
+    assert carry is None and engine.step == 1
+
+
+def test_clipping_and_a_callable_updater():
+    model, (batch,) = _linear(), _data()
+    reference = _linear()
+    config = EngineConfig(epochs=1, clip=0.01, seed=None, log_every=0)
+    engine = Engine(model, LinearTask([batch]), config, optimizer=sgd_update(model.parameters(), 1))
+    engine.train_step(batch)
+    x, y = batch
+    (((reference(x) - y) ** 2).sum() / 4).backward()
+    grad = reference.weight.grad
+    clipped = grad * min(1.0, 0.01 / (float(grad.norm()) + 1e-6))  # clip_grad_norm_'s eps
+    torch.testing.assert_close(model.weight, reference.weight - clipped, rtol=0, atol=1e-12)
+    assert float((model.weight - reference.weight).detach().norm()) == pytest.approx(0.01, rel=1e-4)
+
+
+def test_fit_reports_the_token_mean_and_keeps_one_history_row_per_evaluation(capsys):
+    model = _linear()
+    data = _data() * 3
+    config = EngineConfig(epochs=4, lr=0.05, optimizer="sgd", eval_every=2, seed=None)
+    history = Engine(model, LinearTask(data), config).fit()
+    assert history["epoch"] == [2, 4]
+    assert len(history["train_loss"]) == len(history["tokens_per_s"]) == 2
+    assert history["train_loss"][1] < history["train_loss"][0]
+    # captured stdout is no terminal: one line per history row, no progress bar refreshes
+    out = capsys.readouterr()
+    lines = out.out.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["epoch 2/4", "epoch 4/4"]
+    assert "\r" not in out.out + out.err and "batch/s" not in out.err
+
+
+def test_per_sequence_sum_is_the_books_loss_and_trimming_changes_nothing():
+    """The book: MaskedSoftmaxCELoss per sequence over the padded length, .sum().backward().
+    The engine trims the batch to its longest sequence and must give the same update."""
+    data = load_translation_data(None, num_pairs=60, seed=0)
+    torch.manual_seed(0)
+    model = build_model("seq2seq", MODEL, len(data.src_vocab), len(data.tgt_vocab)).double()
+    book = build_model("seq2seq", MODEL, len(data.src_vocab), len(data.tgt_vocab)).double()
+    book.load_state_dict(model.state_dict())
+    batch = data.batches("train", 200, shuffle=False)[0]
+    pad = data.tgt_vocab["<pad>"]
+    src, src_len, tgt, tgt_len = batch.astuple()
+    src = torch.cat([src, torch.full((src.shape[0], 3), pad)], 1)  # padded like the book's
+    tgt = torch.cat([tgt, torch.full((tgt.shape[0], 4), pad)], 1)  # num_steps arrays
+    assert trim_padding(tgt, tgt_len).shape[1] == tgt.shape[1] - 4
+    bos = data.tgt_vocab["<bos>"]
+    task = PaddedPairsTask([(src, src_len, tgt, tgt_len)], bos, reduction="per_sequence_sum")
+    config = EngineConfig(epochs=1, lr=0.01, clip=None, beta2=0.999, seed=None, log_every=0)
+    engine = Engine(model, task, config, optimizer=torch.optim.SGD(model.parameters(), lr=0.01))
+    loss_sum, tokens, _ = engine.train_step((src, src_len, tgt, tgt_len))
+    dec_in = torch.cat([torch.full((tgt.shape[0], 1), bos), tgt[:, :-1]], 1)
+    per_seq = MaskedSoftmaxCELoss(reduction="none")(book(src, dec_in, src_len)[0], tgt, tgt_len)
+    per_seq.sum().backward()
+    with torch.no_grad():
+        for p in book.parameters():
+            p -= 0.01 * p.grad
+    for (name, a), b in zip(model.state_dict().items(), book.state_dict().values(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12, msg=name)
+    assert float(loss_sum) == pytest.approx(float(per_seq.sum().detach()), rel=1e-10)
+    assert int(tokens) == int(tgt_len.sum())
+
+
+def test_argument_checks():
+    model, data = _linear(), _data()
+    ok = EngineConfig(epochs=1)
+    with pytest.raises(TypeError, match="task must be an attnkit Task, got list"):
+        Engine(model, [], ok)
+    with pytest.raises(TypeError, match="config must be an EngineConfig, got dict"):
+        Engine(model, LinearTask(data), {"epochs": 1})
+    with pytest.raises(TypeError, match="optimizer must be an Optimizer or a callable"):
+        Engine(model, LinearTask(data), ok, optimizer=3)
+    with pytest.raises(ValueError, match=r"EngineConfig\.epochs must be a positive int, got 0"):
+        EngineConfig(epochs=0)
+    with pytest.raises(ValueError, match=r"EngineConfig\.log_every must be a non-negative int"):
+        EngineConfig(log_every=-1)
+    with pytest.raises(ValueError, match=r"EngineConfig\.seed must be an int or None, got 1.5"):
+        EngineConfig(seed=1.5)
+    with pytest.raises(ValueError, match=r"EngineConfig\.optimizer must be one of"):
+        EngineConfig(optimizer="rmsprop")
+    with pytest.raises(ValueError, match=r"TrainConfig\.batch_tokens must be a positive int"):
+        TrainConfig(batch_tokens=0)
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        PaddedPairsTask([], 2, reduction="mean")
+    with pytest.raises(ValueError, match="lr must be a positive number, got -1"):
+        make_optimizer(model, "adam", -1)
+    empty = Engine(model, LinearTask([]), EngineConfig(epochs=1, log_every=0))
+    with pytest.raises(ValueError, match="epoch 1 had no batches with tokens"):
+        empty.fit()
+
+
+def _translator(tmp_path, epochs=1):
+    data = load_translation_data(None, num_pairs=80, seed=0)
+    torch.manual_seed(0)
+    model = build_model("seq2seq", MODEL, len(data.src_vocab), len(data.tgt_vocab))
+    config = TrainConfig(
+        epochs=epochs, batch_tokens=300, out_dir=str(tmp_path), progress=False,
+        bleu_sentences=4, log_every=0,
+    )  # fmt: skip
+    return Trainer(model, data, config, arch="seq2seq", model_config=MODEL)
+
+
+def test_checkpoints_carry_the_task_and_old_formats_load_or_say_what_to_do(tmp_path):
+    trainer = _translator(tmp_path / "new")
+    trainer.fit()
+    config = read_checkpoint_config(tmp_path / "new")
+    assert (config["task"], config["version"], config["epoch"]) == ("translation", 2, 1)
+    # version 1 (before the task field) still loads as a translator
+    path = tmp_path / "new" / "config.json"
+    old = {k: v for k, v in json.loads(path.read_text()).items() if k != "task"}
+    path.write_text(json.dumps({**old, "version": 1}))
+    ck = load_checkpoint(tmp_path / "new")
+    for name, value in trainer.model.state_dict().items():
+        assert torch.equal(ck.model_state[name], value), name
+    resumed = _translator(tmp_path / "new", epochs=2)
+    assert resumed.resume() and resumed.epoch == 1
+    # another task's checkpoint, and a newer format, are named
+    with pytest.raises(ValueError, match=r"is a translator checkpoint .*; this needs a language"):
+        load_checkpoint(tmp_path / "new", task="lm")
+    path.write_text(json.dumps({**old, "version": 3}))
+    with pytest.raises(ValueError, match="format version 3; this attnkit reads versions 1 and 2"):
+        read_checkpoint_config(tmp_path / "new")
