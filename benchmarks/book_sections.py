@@ -531,8 +531,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.error(f"unknown sections {unknown}; choose from {SECTIONS}")
     args.section_list = sections
     if args.book_d2l is None or not Path(args.book_d2l).exists():
-        where = f" ({args.book_d2l} does not exist)" if args.book_d2l else ""
-        print(f"no --book-d2l given{where}.\n\n{GET_THE_BOOK}", file=sys.stderr)
+        what = f"--book-d2l {args.book_d2l} does not exist" if args.book_d2l else "no --book-d2l"
+        print(f"{what}.\n\n{GET_THE_BOOK}", file=sys.stderr)
         raise SystemExit(2)
     if "transformer" in sections and (args.fra is None or not args.fra.is_file()):
         ap.error("transformer needs --fra PATH/fra.txt (default ../shared/data/fra-eng/fra.txt)")
@@ -586,8 +586,8 @@ def main(argv=None) -> None:
     print(
         "- timed: the training call only (wall clock). The book's train functions draw a "
         "matplotlib Animator (Agg) every 10 epochs, and train_ch8 also prints a prediction "
-        "every 10 epochs; that is part of its loop and counts in its time. attnkit draws a "
-        "tqdm bar (captured)."
+        "every 10 epochs; that is part of its loop and counts in its time. Any progress output "
+        "of either (stdout/stderr) is captured during the timed call and shown compactly."
     )
     print(
         "- whole-run tokens/s = tokens per epoch x epochs / wall s; the printed line's tokens/s "
