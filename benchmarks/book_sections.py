@@ -201,15 +201,25 @@ def point_book_at_local_data(book, fra: Path | None, timemachine: Path | None) -
 
 @dataclass
 class Captured:
-    """Times the block (``time.perf_counter``) and captures its stdout and stderr."""
+    """Times the block (``time.perf_counter``) and captures its stdout and stderr.
+
+    ``aside``: (object, attribute) pairs of functions that are not training (the book's
+    ``Animator.add``, ``predict_ch8``): their time inside the block is summed in
+    ``aside_seconds``, so the table can show the speed of the training steps alone.
+    """
 
     seconds: float = math.nan
+    aside_seconds: float = 0.0
     stdout: str = ""
     stderr: str = ""
+    aside: tuple = ()
 
     @contextlib.contextmanager
     def __call__(self):
         out, err = io.StringIO(), io.StringIO()
+        originals = [(obj, name, getattr(obj, name)) for obj, name in self.aside]
+        for obj, name, fn in originals:
+            setattr(obj, name, self._stopwatch(fn))
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             start = time.perf_counter()
             try:
@@ -217,6 +227,18 @@ class Captured:
             finally:
                 self.seconds = time.perf_counter() - start
                 self.stdout, self.stderr = out.getvalue(), err.getvalue()
+                for obj, name, fn in originals:
+                    setattr(obj, name, fn)
+
+    def _stopwatch(self, fn):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.aside_seconds += time.perf_counter() - start
+
+        return timed
 
 
 _LINE = re.compile(
@@ -243,6 +265,15 @@ class Run:
     @property
     def whole_run_speed(self) -> float:
         return self.tokens_per_epoch * self.epochs / self.captured.seconds
+
+    @property
+    def training_speed(self) -> float:
+        """Tokens/s of the training steps: the Animator and predictions taken out."""
+        return (
+            self.tokens_per_epoch
+            * self.epochs
+            / (self.captured.seconds - self.captured.aside_seconds)
+        )
 
     @property
     def printed_speed(self) -> float:
@@ -545,6 +576,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+def not_training(d2l) -> tuple:
+    """What the train functions call besides training: the book's Animator (drawing every
+    10 epochs) and ``predict_ch8`` (every 10 epochs in the book's ``train_ch8``, twice at
+    the end in both), looked up where each module's train functions find them."""
+    if d2l.__name__.startswith("attnkit"):
+        import attnkit.d2l.training as loops
+
+        return ((loops, "predict_ch8"),)
+    return ((d2l.Animator, "add"), (d2l, "predict_ch8"))
+
+
 def run_section(d2l, section: str, epochs: int, timed: Captured, args) -> tuple[list, list]:
     """Seed (``random``, ``torch``), then run one section on ``d2l``; training is ``timed``."""
     random.seed(args.seed)
@@ -609,7 +651,7 @@ def main(argv=None) -> None:
             print(f"(warm-up: {args.warmup_epochs} untimed epoch(s) per contender first)\n")
         for repeat in range(1, args.repeats + 1):
             for name, d2l in contenders.items():
-                timed = Captured()
+                timed = Captured(aside=not_training(d2l))
                 notes, translations = run_section(d2l, section, epochs, timed, args)
                 plt.close("all")
                 run = Run(section, name, repeat, epochs, per_epoch, timed, notes, translations)
@@ -630,10 +672,13 @@ def main(argv=None) -> None:
         "contender",
         "epochs",
         "wall s",
+        "of which Animator + predictions",
         "tokens/s (whole run)",
+        "tokens/s (training steps)",
         "printed line's tokens/s",
         "final loss/ppl",
-        "ratio vs book (whole-run tokens/s)",
+        "ratio (whole run)",
+        "ratio (training steps)",
     ]
     rows = []
     book_name = next(iter(contenders))
@@ -644,21 +689,26 @@ def main(argv=None) -> None:
             label = r.contender + (f" #{r.repeat}" if args.repeats > 1 else "")
             rows.append([
                 r.section, label, r.epochs, f"{r.captured.seconds:.2f}",
-                _fmt(r.whole_run_speed), _fmt(r.printed_speed), r.final,
+                f"{r.captured.aside_seconds:.2f}", _fmt(r.whole_run_speed),
+                _fmt(r.training_speed), _fmt(r.printed_speed), r.final,
                 f"{r.whole_run_speed / base.whole_run_speed:.2f}x",
+                f"{r.training_speed / base.training_speed:.2f}x",
             ])  # fmt: skip
         if args.repeats > 1:
-            med = {
-                name: statistics.median(r.whole_run_speed for r in sruns if r.contender == name)
-                for name in contenders
-            }
+
+            def median(name, key, sruns=sruns):
+                return statistics.median(key(r) for r in sruns if r.contender == name)
+
             for name in contenders:
-                mine = [r for r in sruns if r.contender == name]
-                secs = statistics.median(r.captured.seconds for r in mine)
-                printed = statistics.median(r.printed_speed for r in mine)
+                whole = median(name, lambda r: r.whole_run_speed)
+                steps = median(name, lambda r: r.training_speed)
                 rows.append([
-                    section, f"{name} (median)", sruns[0].epochs, f"{secs:.2f}",
-                    _fmt(med[name]), _fmt(printed), "", f"{med[name] / med[book_name]:.2f}x",
+                    section, f"{name} (median)", sruns[0].epochs,
+                    f"{median(name, lambda r: r.captured.seconds):.2f}",
+                    f"{median(name, lambda r: r.captured.aside_seconds):.2f}", _fmt(whole),
+                    _fmt(steps), _fmt(median(name, lambda r: r.printed_speed)), "",
+                    f"{whole / median(book_name, lambda r: r.whole_run_speed):.2f}x",
+                    f"{steps / median(book_name, lambda r: r.training_speed):.2f}x",
                 ])  # fmt: skip
     print("## Results\n")
     print_table(headers, rows)
