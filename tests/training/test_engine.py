@@ -184,3 +184,25 @@ def test_checkpoints_carry_the_task_and_old_formats_load_or_say_what_to_do(tmp_p
     path.write_text(json.dumps({**old, "version": 3}))
     with pytest.raises(ValueError, match="format version 3; this attnkit reads versions 1 and 2"):
         read_checkpoint_config(tmp_path / "new")
+
+
+def test_tensor_batches_are_the_loaders_batches_with_the_same_rng_draws():
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from attnkit.training.translation import TensorBatches
+
+    X, lens = torch.arange(130 * 4).reshape(130, 4), torch.randint(1, 5, (130,))
+    loader = DataLoader(TensorDataset(X, lens), 16, shuffle=True)
+    torch.manual_seed(3)
+    expected, state = list(loader), torch.get_rng_state()
+    torch.manual_seed(3)
+    fast = TensorBatches.wrap(loader)
+    assert isinstance(fast, TensorBatches) and len(fast) == len(loader) == 9
+    got = list(fast)
+    assert torch.equal(torch.get_rng_state(), state)  # the same draws: base seed, sampler
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected, strict=True):
+        assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+    # anything else is iterated as it is
+    custom = DataLoader(TensorDataset(X, lens), 16, collate_fn=lambda rows: rows)
+    assert TensorBatches.wrap(custom) is custom and TensorBatches.wrap(expected) is expected

@@ -59,7 +59,7 @@ def check_valid_lens(
             f"got {tuple(valid_lens.shape)}"
         )
     if valid_lens.numel():
-        lo, hi = int(valid_lens.min()), int(valid_lens.max())
+        lo, hi = torch.stack(torch.aminmax(valid_lens)).tolist()  # one host sync
         if lo < 0 or hi > num_keys:
             raise ValueError(
                 f"{name} must lie in [0, {num_keys}] (the number of keys), got values in [{lo}, {hi}]"

@@ -20,7 +20,7 @@ from attnkit.metrics import perplexity
 from attnkit.models.seq2seq import xavier_init_weights
 from attnkit.training.engine import Engine, EngineConfig
 from attnkit.training.lm import LMHistory, LMTask
-from attnkit.training.optim import clip_gradients, make_optimizer, sgd_update
+from attnkit.training.optim import clip_gradients, sgd_update
 from attnkit.training.translation import PaddedPairsTask
 
 
@@ -33,15 +33,14 @@ def _book_config(num_epochs: int, lr: float, device, optimizer: str) -> EngineCo
     # the book's settings: clip at 1, Adam's default betas, no re-seeding, no bars
     return EngineConfig(
         epochs=num_epochs, lr=lr, clip=1.0, optimizer=optimizer, beta2=0.999, seed=None,
-        device=str(device), progress=False, log_every=0,
+        device=str(device), progress=False, log_every=0, flat_params=True,
     )  # fmt: skip
 
 
 def _updater(net, lr: float):
-    """The book's choice: ``torch.optim.SGD`` for modules, its scratch ``sgd`` otherwise."""
-    return (
-        make_optimizer(net, "sgd", lr) if isinstance(net, nn.Module) else sgd_update(net.params, lr)
-    )
+    """The book's choice: SGD for modules (made by the engine over its flat parameter),
+    the scratch ``sgd`` over ``net.params`` otherwise."""
+    return None if isinstance(net, nn.Module) else sgd_update(net.params, lr)
 
 
 def train_epoch_ch8(net, train_iter, loss, updater, device, use_random_iter):

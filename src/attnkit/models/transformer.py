@@ -147,10 +147,12 @@ class EncoderBlock(nn.Module):
 
 def _check_ids(X: Tensor, vocab_size: int, name: str) -> None:
     check_tokens(X, name)
-    if X.numel() and (int(X.min()) < 0 or int(X.max()) >= vocab_size):
+    if not X.numel():
+        return
+    lo, hi = torch.stack(torch.aminmax(X)).tolist()  # one host sync
+    if lo < 0 or hi >= vocab_size:
         raise ValueError(
-            f"{name} holds token ids in [{int(X.min())}, {int(X.max())}], "
-            f"outside the vocabulary [0, {vocab_size})"
+            f"{name} holds token ids in [{lo}, {hi}], outside the vocabulary [0, {vocab_size})"
         )
 
 

@@ -51,7 +51,14 @@ from attnkit.training.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from attnkit.training.optim import OPTIMIZERS, SCHEDULES, lr_at, make_optimizer, model_parameters
+from attnkit.training.optim import (
+    OPTIMIZERS,
+    SCHEDULES,
+    flatten_parameters,
+    lr_at,
+    make_optimizer,
+    model_parameters,
+)
 from attnkit.training.stop import StopSignals
 
 __all__ = [
@@ -85,6 +92,7 @@ class EngineConfig:
     out_dir: str | None = None  # checkpoint directory; None = no checkpoints
     eval_every: int = 1  # evaluate (one history row, one line) every N epochs and after the last
     log_every: int = 1  # print every N-th history row (and the last); 0 = no epoch lines
+    flat_params: bool = False  # one flat tensor for optimizer/clipping/zeroing (1 process)
     device: str = "cpu"
     progress: bool = True  # tqdm bar during epochs (rank 0, terminals only)
 
@@ -260,6 +268,10 @@ class Engine:
                 )
             self.net = nn.parallel.DistributedDataParallel(model)  # broadcasts rank 0's weights
         self.params = [p for p in model_parameters(model) if p.requires_grad]
+        self._flat_grad = None  # with flat_params: the one gradient buffer
+        if config.flat_params and optimizer is None and self.world_size == 1 and self.params:
+            flat = flatten_parameters(self.params)
+            self.params, self._flat_grad = [flat], flat.grad
         if optimizer is None:
             optimizer = make_optimizer(
                 self.params,
@@ -292,8 +304,11 @@ class Engine:
         out = self.task.loss(self, batch, carry)
         tokens = torch.as_tensor(out.tokens, device=out.loss_sum.device)
         denominator = tokens if out.denominator is None else out.denominator
-        for p in self.params:
-            p.grad = None
+        if self._flat_grad is not None:
+            self._flat_grad.zero_()
+        else:
+            for p in self.params:
+                p.grad = None
         if self.world_size > 1:
             # DDP averages the ranks' gradients: scale each rank's sum by world / the
             # global denominator. The same all-reduce tells every rank whether any of
