@@ -490,7 +490,7 @@ class Engine:
             "carry": self._saved_carry if mid_epoch else None,
             # the batches of an interrupted epoch are replayed from its start
             "loader": self._epoch_loader_state if mid_epoch else self.task.loader_state(),
-            "rng": get_rng_state(),
+            "rng": get_rng_state(),  # this rank's (save adds every rank's)
         }
 
     def load_state_dict(self, state: dict[str, Any], history: dict[str, list] | None) -> None:
@@ -502,7 +502,10 @@ class Engine:
         self.partial = (*partial, 0.0, 0.0, 0.0)[:3]
         if history is not None:
             self.history = {k: list(v) for k, v in history.items()}
-        set_rng_state(state["rng"])
+        per_rank = state.get("rng_per_rank")
+        # each rank its own RNG when the process count is the same; rank 0's otherwise
+        same_world = isinstance(per_rank, list | tuple) and len(per_rank) == self.world_size
+        set_rng_state(per_rank[self.rank] if same_world else state["rng"])
         if state.get("loader") is not None:
             self.task.set_loader_state(state["loader"])
         saved = state.get("carry")
@@ -520,17 +523,23 @@ class Engine:
         }
 
     def save(self, directory: str | Path | None = None) -> Path:
-        """Write a checkpoint (rank 0 only; other ranks return without writing)."""
+        """Write a checkpoint (rank 0 writes; every rank calls it and waits for it)."""
         directory = Path(directory or self.config.out_dir or "")
         if not str(directory) or directory == Path():
             raise ValueError("no checkpoint directory: pass one or set the config's out_dir")
-        if not self.is_main:
-            return directory
         if not isinstance(self.model, nn.Module):
             raise TypeError("only nn.Module models can be saved in a checkpoint")
-        return save_checkpoint(
-            directory, self.checkpoint_config(), self.model.state_dict(), self.state_dict()
-        )
+        rng_per_rank = None
+        if self.world_size > 1:  # ranks draw different amounts (their batches differ)
+            rng_per_rank = [None] * self.world_size
+            dist.all_gather_object(rng_per_rank, get_rng_state())
+        if self.is_main:
+            state = self.state_dict()
+            state["rng_per_rank"] = rng_per_rank
+            save_checkpoint(directory, self.checkpoint_config(), self.model.state_dict(), state)
+        if self.world_size > 1:  # no rank goes on (and reads it) before it is written
+            dist.barrier()
+        return directory
 
     def resume(self, directory: str | Path | None = None) -> bool:
         """Load weights, optimizer, RNG and loader states, position and history.
