@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import random
+import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -42,3 +44,15 @@ def fra_file(monkeypatch) -> Path:
     path = real_data_file("ATTNKIT_FRA", "fra-eng/fra.txt")
     monkeypatch.setenv("ATTNKIT_FRA", str(path))
     return path
+
+
+@pytest.fixture(scope="session")
+def free_port() -> Callable[[], int]:
+    """A function giving a free TCP port on 127.0.0.1 (for torch.distributed's rendezvous)."""
+
+    def pick() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    return pick

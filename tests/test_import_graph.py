@@ -15,12 +15,23 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _runtime_nodes(tree: ast.AST):
+    """Every node but the bodies of ``if TYPE_CHECKING:`` (annotations only, never run)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            yield from (n for child in node.orelse for n in ast.walk(child))
+            continue
+        yield node
+        yield from _runtime_nodes(node)
+
+
 def _imports(path: Path, modules: set[str]) -> set[str]:
-    """attnkit modules imported anywhere in ``path`` (module level, functions, classes)."""
+    """attnkit modules imported anywhere in ``path`` when it runs (module level, functions,
+    classes; not under ``if TYPE_CHECKING:``)."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
         targets = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -78,5 +89,9 @@ def test_no_import_cycles_lazy_imports_included():
 
 
 def test_the_checker_finds_a_cycle():
+    type_only = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\n")
+    assert not any(
+        isinstance(n, ast.Import) and n.names[0].name == "a" for n in _runtime_nodes(type_only)
+    )
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []

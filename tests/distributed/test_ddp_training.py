@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import textwrap
 import time
@@ -18,12 +17,6 @@ from attnkit import distributed
 pytestmark = pytest.mark.slow
 
 MODEL = {"d_model": 16, "num_heads": 2, "num_layers": 1, "d_ff": 32, "dropout": 0.0}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _trainer(out_dir: str | None, epochs: int = 1, optimizer: str = "sgd"):
@@ -65,11 +58,11 @@ def _worker(rank: int, world_size: int, port: int, out_dir: str, result_dir: str
 
 
 @pytest.fixture(scope="module")
-def two_process_run(tmp_path_factory):
+def two_process_run(free_port, tmp_path_factory):
     root = tmp_path_factory.mktemp("ddp")
     out_dir, result_dir = root / "ck", root / "res"
     result_dir.mkdir()
-    mp.spawn(_worker, args=(2, _free_port(), str(out_dir), str(result_dir)), nprocs=2)
+    mp.spawn(_worker, args=(2, free_port(), str(out_dir), str(result_dir)), nprocs=2)
     r0 = torch.load(result_dir / "rank0.pt", weights_only=True)
     r1 = torch.load(result_dir / "rank1.pt", weights_only=True)
     return r0, r1, out_dir

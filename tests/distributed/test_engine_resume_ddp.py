@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 
 import pytest
 import torch
@@ -21,12 +20,6 @@ from attnkit import distributed
 pytestmark = pytest.mark.slow
 
 MODEL = {"d_model": 16, "num_heads": 2, "num_layers": 1, "d_ff": 32, "dropout": 0.1}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _translation(out_dir: str):
@@ -117,8 +110,8 @@ def _worker(rank: int, world: int, port: int, root: str) -> None:
         distributed.cleanup()
 
 
-def test_two_processes_stopped_mid_epoch_resume_bit_exactly(tmp_path):
-    mp.spawn(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2)
+def test_two_processes_stopped_mid_epoch_resume_bit_exactly(free_port, tmp_path):
+    mp.spawn(_worker, args=(2, free_port(), str(tmp_path)), nprocs=2)
     for rank in (0, 1):
         results = torch.load(tmp_path / f"rank{rank}.pt", weights_only=True)
         for task, r in results.items():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 
 import pytest
 import torch
@@ -16,12 +15,6 @@ pytestmark = pytest.mark.slow
 # 5 rows per global batch: rank 0 trains on 3 of them, rank 1 on 2, so the loss must be
 # weighted by tokens for the update to equal the one-process update
 BATCH, STEPS = 5, 8
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _train(rank: int, world: int, use_random_iter: bool) -> dict[str, torch.Tensor]:
@@ -65,8 +58,8 @@ def _worker(rank: int, world: int, port: int, result_dir: str, use_random_iter: 
 
 
 @pytest.mark.parametrize("use_random_iter", [False, True], ids=["sequential", "random"])
-def test_two_processes_match_one_over_the_same_global_batches(tmp_path, use_random_iter):
-    mp.spawn(_worker, args=(2, _free_port(), str(tmp_path), use_random_iter), nprocs=2)
+def test_two_processes_match_one_over_the_same_global_batches(free_port, tmp_path, use_random_iter):
+    mp.spawn(_worker, args=(2, free_port(), str(tmp_path), use_random_iter), nprocs=2)
     r0 = torch.load(tmp_path / "rank0.pt", weights_only=True)
     r1 = torch.load(tmp_path / "rank1.pt", weights_only=True)
     torch.set_num_threads(1)
@@ -137,7 +130,7 @@ def _interrupted_worker(rank: int, world: int, port: int, out: str, stop_step: i
     assert code == 130, f"rank {rank} returned {code}"
 
 
-def test_two_processes_interrupted_mid_epoch_resume_in_one(tmp_path, monkeypatch):
+def test_two_processes_interrupted_mid_epoch_resume_in_one(free_port, tmp_path, monkeypatch):
     """Saved by 2 ranks (5 rows: 3 + 2) in the middle of epoch 2, with the carried LSTM
     state gathered over ranks; resumed by 1 process: the same as 1 process throughout."""
     import attnkit.cli
@@ -146,7 +139,7 @@ def test_two_processes_interrupted_mid_epoch_resume_in_one(tmp_path, monkeypatch
     monkeypatch.setattr(attnkit.cli, "VERBS", ["lm"])
     per_epoch = len(list(LMDataLoader(list(range(1500)), BATCH, STEPS, seed=1)))
     run = tmp_path / "run"
-    mp.spawn(_interrupted_worker, args=(2, _free_port(), str(run), per_epoch + 4), nprocs=2)
+    mp.spawn(_interrupted_worker, args=(2, free_port(), str(run), per_epoch + 4), nprocs=2)
     state = _checkpoint(run)
     # the stop asked after step per_epoch + 4 is agreed in the next step's all-reduce
     assert (state["epoch"], state["batch_in_epoch"]) == (1, 5)

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import os
-import socket
 
 import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _worker(rank: int, world_size: int, port: int, out_dir: str, result_dir: str) -> None:
@@ -45,10 +38,10 @@ def _worker(rank: int, world_size: int, port: int, out_dir: str, result_dir: str
 
 
 @pytest.mark.slow
-def test_two_process_training(tmp_path):
+def test_two_process_training(free_port, tmp_path):
     out_dir, result_dir = tmp_path / "ck", tmp_path / "res"
     result_dir.mkdir()
-    mp.spawn(_worker, args=(2, _free_port(), str(out_dir), str(result_dir)), nprocs=2)
+    mp.spawn(_worker, args=(2, free_port(), str(out_dir), str(result_dir)), nprocs=2)
     r0 = torch.load(result_dir / "rank0.pt", weights_only=True)
     r1 = torch.load(result_dir / "rank1.pt", weights_only=True)
     for k, v in r0["state"].items():  # DDP keeps the replicas identical

@@ -31,11 +31,8 @@ epoch's start, torch/Python/NumPy RNG states) and ``TrainingInterrupted`` is rai
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,15 +48,15 @@ from attnkit.training.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
+from attnkit.training.config import EngineConfig
 from attnkit.training.optim import (
-    OPTIMIZERS,
-    SCHEDULES,
     flatten_parameters,
     lr_at,
     make_optimizer,
     model_parameters,
 )
 from attnkit.training.stop import StopSignals
+from attnkit.training.task import StepLoss, Task
 
 __all__ = [
     "Engine",
@@ -73,143 +70,6 @@ __all__ = [
 
 class TrainingInterrupted(KeyboardInterrupt):
     """Raised by ``Engine.fit`` after Ctrl-C/SIGTERM, once the checkpoint is saved."""
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """What the loop needs besides the model and the task. Validated."""
-
-    epochs: int = 10
-    lr: float = 0.005
-    clip: float | None = 1.0  # max global grad norm; None = no clipping
-    optimizer: str = "adam"  # or "sgd" (ignored when an optimizer object is given)
-    beta1: float = 0.9
-    beta2: float = 0.98
-    weight_decay: float = 0.0
-    schedule: str = "constant"  # or "inverse_sqrt" (Vaswani et al., peak = lr at warmup)
-    warmup_steps: int = 0
-    seed: int | None = 0  # torch.manual_seed at the start of a fresh run; None = leave it
-    out_dir: str | None = None  # checkpoint directory; None = no checkpoints
-    eval_every: int = 1  # evaluate (one history row, one line) every N epochs and after the last
-    log_every: int = 1  # print every N-th history row (and the last); 0 = no epoch lines
-    flat_params: bool = False  # one flat tensor for optimizer/clipping/zeroing (1 process)
-    device: str = "cpu"
-    progress: bool = True  # tqdm bar during epochs (rank 0, terminals only)
-
-    def __post_init__(self) -> None:
-        name = type(self).__name__
-        for field, allow_zero in (
-            ("epochs", False),
-            ("eval_every", False),
-            ("log_every", True),
-            ("warmup_steps", True),
-        ):
-            v = getattr(self, field)
-            if not isinstance(v, int) or isinstance(v, bool) or v < (0 if allow_zero else 1):
-                want = "a non-negative" if allow_zero else "a positive"
-                raise ValueError(f"{name}.{field} must be {want} int, got {v!r}")
-        if self.seed is not None and (
-            isinstance(self.seed, bool) or not isinstance(self.seed, int)
-        ):
-            raise ValueError(f"{name}.seed must be an int or None, got {self.seed!r}")
-        if isinstance(self.lr, bool) or not isinstance(self.lr, int | float) or not self.lr > 0:
-            raise ValueError(f"{name}.lr must be a positive number, got {self.lr!r}")
-        if math.isinf(self.lr):
-            raise ValueError(f"{name}.lr must be a positive number, got {self.lr!r}")
-        if self.clip is not None and not self.clip > 0:
-            raise ValueError(f"{name}.clip must be positive or None, got {self.clip!r}")
-        for field in ("beta1", "beta2"):
-            if not 0.0 <= getattr(self, field) < 1.0:
-                raise ValueError(f"{name}.{field} must be in [0, 1), got {getattr(self, field)}")
-        if self.weight_decay < 0:
-            raise ValueError(f"{name}.weight_decay must be >= 0, got {self.weight_decay}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(
-                f"{name}.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}"
-            )
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"{name}.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        if self.schedule == "inverse_sqrt" and self.warmup_steps < 1:
-            raise ValueError(f"{name}.warmup_steps must be >= 1 with schedule='inverse_sqrt'")
-        torch.device(self.device)  # raises on a malformed device string
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]):
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - fields)
-        if unknown:
-            raise ValueError(
-                f"unknown {cls.__name__} keys {unknown}; expected some of {sorted(fields)}"
-            )
-        return cls(**d)
-
-
-@dataclass
-class StepLoss:
-    """What a task's ``loss`` returns for one batch (this rank's share of it).
-
-    ``loss_sum``: () the summed loss, reported as ``sum / tokens`` over the epoch.
-    ``tokens``: () or int, the count the report divides by.
-    ``denominator``: the objective is ``loss_sum / denominator``; None = ``tokens`` (the
-    token mean). Under DDP it is summed over ranks, so the update is the global batch's.
-    ``carry``: state handed to the next batch's ``loss`` (an RNN's hidden state), or None.
-    """
-
-    loss_sum: Tensor
-    tokens: Tensor | int
-    denominator: Tensor | float | None = None
-    carry: Any = None
-
-
-class Task:
-    """A task adapter: the batches and the loss; optional evaluation, lines, checkpoint fields."""
-
-    name = "task"
-
-    def batches(self, epoch: int, rank: int, world_size: int):
-        """The batches of 0-based ``epoch`` for ``rank`` (a function of the epoch and seed,
-        or of the loader state that ``loader_state`` returns)."""
-        raise NotImplementedError
-
-    def loss(self, engine: Engine, batch, carry) -> StepLoss:
-        raise NotImplementedError
-
-    def evaluate(self, engine: Engine) -> dict[str, float]:
-        """Metrics for the history row (collectives allowed: every rank calls it)."""
-        return {}
-
-    def epoch_line(self, engine: Engine, row: dict[str, float]) -> str | None:
-        return (
-            f"epoch {row['epoch']}/{engine.config.epochs}: train loss {row['train_loss']:.3f}, "
-            f"{row['tokens_per_s']:,.0f} tokens/s"
-        )
-
-    def end_epoch(self, engine: Engine, last: bool) -> None:
-        """After the epoch's checkpoint (rank 0 only): plots and the like."""
-
-    def checkpoint_config(self, engine: Engine) -> dict[str, Any]:
-        """JSON fields this task records in config.json (what rebuilds and resumes it)."""
-        return {}
-
-    def check_resume(self, config: dict[str, Any], directory: Path) -> None:
-        """Raise ValueError when a checkpoint's config.json does not fit this run."""
-
-    def loader_state(self) -> Any:
-        """The data loader's RNG state (weights_only-loadable), or None."""
-        return None
-
-    def set_loader_state(self, state: Any) -> None:
-        pass
-
-    def save_carry(self, carry, engine: Engine) -> Any:
-        """The carried state to save mid-epoch (every rank calls it: may gather), or None."""
-        return None
-
-    def load_carry(self, saved, engine: Engine) -> Any:
-        return None
 
 
 def distributed_rank(rank: int | None, world_size: int | None) -> tuple[int, int]:

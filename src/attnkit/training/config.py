@@ -1,0 +1,86 @@
+"""``EngineConfig``: what the training loop needs besides the model and the task. Validated."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from attnkit.training.optim import OPTIMIZERS, SCHEDULES
+
+__all__ = ["EngineConfig"]
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """What the loop needs besides the model and the task. Validated."""
+
+    epochs: int = 10
+    lr: float = 0.005
+    clip: float | None = 1.0  # max global grad norm; None = no clipping
+    optimizer: str = "adam"  # or "sgd" (ignored when an optimizer object is given)
+    beta1: float = 0.9
+    beta2: float = 0.98
+    weight_decay: float = 0.0
+    schedule: str = "constant"  # or "inverse_sqrt" (Vaswani et al., peak = lr at warmup)
+    warmup_steps: int = 0
+    seed: int | None = 0  # torch.manual_seed at the start of a fresh run; None = leave it
+    out_dir: str | None = None  # checkpoint directory; None = no checkpoints
+    eval_every: int = 1  # evaluate (one history row, one line) every N epochs and after the last
+    log_every: int = 1  # print every N-th history row (and the last); 0 = no epoch lines
+    flat_params: bool = False  # one flat tensor for optimizer/clipping/zeroing (1 process)
+    device: str = "cpu"
+    progress: bool = True  # tqdm bar during epochs (rank 0, terminals only)
+
+    def __post_init__(self) -> None:
+        name = type(self).__name__
+        for field, allow_zero in (
+            ("epochs", False),
+            ("eval_every", False),
+            ("log_every", True),
+            ("warmup_steps", True),
+        ):
+            v = getattr(self, field)
+            if not isinstance(v, int) or isinstance(v, bool) or v < (0 if allow_zero else 1):
+                want = "a non-negative" if allow_zero else "a positive"
+                raise ValueError(f"{name}.{field} must be {want} int, got {v!r}")
+        if self.seed is not None and (
+            isinstance(self.seed, bool) or not isinstance(self.seed, int)
+        ):
+            raise ValueError(f"{name}.seed must be an int or None, got {self.seed!r}")
+        if isinstance(self.lr, bool) or not isinstance(self.lr, int | float) or not self.lr > 0:
+            raise ValueError(f"{name}.lr must be a positive number, got {self.lr!r}")
+        if math.isinf(self.lr):
+            raise ValueError(f"{name}.lr must be a positive number, got {self.lr!r}")
+        if self.clip is not None and not self.clip > 0:
+            raise ValueError(f"{name}.clip must be positive or None, got {self.clip!r}")
+        for field in ("beta1", "beta2"):
+            if not 0.0 <= getattr(self, field) < 1.0:
+                raise ValueError(f"{name}.{field} must be in [0, 1), got {getattr(self, field)}")
+        if self.weight_decay < 0:
+            raise ValueError(f"{name}.weight_decay must be >= 0, got {self.weight_decay}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(
+                f"{name}.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}"
+            )
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"{name}.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.schedule == "inverse_sqrt" and self.warmup_steps < 1:
+            raise ValueError(f"{name}.warmup_steps must be >= 1 with schedule='inverse_sqrt'")
+        torch.device(self.device)  # raises on a malformed device string
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]):
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - fields)
+        if unknown:
+            raise ValueError(
+                f"unknown {cls.__name__} keys {unknown}; expected some of {sorted(fields)}"
+            )
+        return cls(**d)

@@ -1,0 +1,84 @@
+"""The task adapter interface of the training engine: ``Task`` and the ``StepLoss`` it returns.
+
+A task says what a batch is and what its loss is (``batches``, ``loss``); the rest is
+optional: evaluation metrics, the epoch line, plots, the fields a checkpoint records and
+checks on resume, the data loader's RNG state and a state carried between batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from torch import Tensor
+
+if TYPE_CHECKING:
+    from attnkit.training.engine import Engine
+
+__all__ = ["StepLoss", "Task"]
+
+
+@dataclass
+class StepLoss:
+    """What a task's ``loss`` returns for one batch (this rank's share of it).
+
+    ``loss_sum``: () the summed loss, reported as ``sum / tokens`` over the epoch.
+    ``tokens``: () or int, the count the report divides by.
+    ``denominator``: the objective is ``loss_sum / denominator``; None = ``tokens`` (the
+    token mean). Under DDP it is summed over ranks, so the update is the global batch's.
+    ``carry``: state handed to the next batch's ``loss`` (an RNN's hidden state), or None.
+    """
+
+    loss_sum: Tensor
+    tokens: Tensor | int
+    denominator: Tensor | float | None = None
+    carry: Any = None
+
+
+class Task:
+    """A task adapter: the batches and the loss; optional evaluation, lines, checkpoint fields."""
+
+    name = "task"
+
+    def batches(self, epoch: int, rank: int, world_size: int):
+        """The batches of 0-based ``epoch`` for ``rank`` (a function of the epoch and seed,
+        or of the loader state that ``loader_state`` returns)."""
+        raise NotImplementedError
+
+    def loss(self, engine: Engine, batch, carry) -> StepLoss:
+        raise NotImplementedError
+
+    def evaluate(self, engine: Engine) -> dict[str, float]:
+        """Metrics for the history row (collectives allowed: every rank calls it)."""
+        return {}
+
+    def epoch_line(self, engine: Engine, row: dict[str, float]) -> str | None:
+        return (
+            f"epoch {row['epoch']}/{engine.config.epochs}: train loss {row['train_loss']:.3f}, "
+            f"{row['tokens_per_s']:,.0f} tokens/s"
+        )
+
+    def end_epoch(self, engine: Engine, last: bool) -> None:
+        """After the epoch's checkpoint (rank 0 only): plots and the like."""
+
+    def checkpoint_config(self, engine: Engine) -> dict[str, Any]:
+        """JSON fields this task records in config.json (what rebuilds and resumes it)."""
+        return {}
+
+    def check_resume(self, config: dict[str, Any], directory: Path) -> None:
+        """Raise ValueError when a checkpoint's config.json does not fit this run."""
+
+    def loader_state(self) -> Any:
+        """The data loader's RNG state (weights_only-loadable), or None."""
+        return None
+
+    def set_loader_state(self, state: Any) -> None:
+        pass
+
+    def save_carry(self, carry, engine: Engine) -> Any:
+        """The carried state to save mid-epoch (every rank calls it: may gather), or None."""
+        return None
+
+    def load_carry(self, saved, engine: Engine) -> Any:
+        return None
