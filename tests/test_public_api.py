@@ -28,3 +28,16 @@ def test_cli_errors_are_messages_not_tracebacks(capsys):
     assert main(["translate", "run", "--checkpoint", "/nonexistent/dir", "hello ."]) == 1
     err = capsys.readouterr().err
     assert "error" in err and "Traceback" not in err
+
+
+def test_import_attnkit_stays_light():
+    """matplotlib, sacrebleu and fastapi load on first use, not with ``import attnkit``."""
+    code = (
+        "import sys, attnkit; heavy = ('matplotlib', 'sacrebleu', 'fastapi', 'uvicorn');"
+        "print(sorted(m for m in heavy if m in sys.modules)); attnkit.show_heatmaps;"
+        "print('matplotlib' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["[]", "True"]

@@ -50,9 +50,20 @@ from attnkit.models.transformer import (
 from attnkit.training.checkpoint import load_model
 from attnkit.training.lm import generate, train_lm
 from attnkit.training.translation import TrainConfig, Trainer
-from attnkit.viz import plot_curves, show_heatmaps
 
 __version__ = "0.1.0"
+
+# Drawing needs matplotlib: imported on first use, so ``import attnkit`` stays light.
+_LAZY = {"plot_curves": "attnkit.viz", "show_heatmaps": "attnkit.viz"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'attnkit' has no attribute {name!r}")
+
 
 __all__ = [
     "PRESETS",

@@ -10,10 +10,9 @@ Scores are on a 0-100 scale and are not comparable with detokenized WMT scores
 from __future__ import annotations
 
 import collections
+import functools
 import math
 from collections.abc import Sequence
-
-from sacrebleu.metrics import BLEU, CHRF
 
 __all__ = ["bleu", "bleu_from_stats", "bleu_stats", "corpus_bleu", "corpus_chrf", "perplexity"]
 
@@ -63,7 +62,13 @@ def _check_corpus(hyps: Sequence[str], refs: Sequence[str]) -> None:
         )
 
 
-_BLEU = BLEU(tokenize="none", force=True)  # force: our text is tokenized on purpose
+@functools.cache
+def _sacrebleu():
+    """sacrebleu's BLEU class, its scorer for our tokenized text, and CHRF (imported on
+    first use, so ``import attnkit`` stays light)."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    return BLEU, BLEU(tokenize="none", force=True), CHRF  # force: tokenized on purpose
 
 
 def bleu_stats(hyps: Sequence[str], refs: Sequence[str]) -> list[int]:
@@ -75,7 +80,7 @@ def bleu_stats(hyps: Sequence[str], refs: Sequence[str]) -> list[int]:
     _check_corpus(hyps, refs)
     if not hyps:
         return [0] * 10
-    s = _BLEU.corpus_score(list(hyps), [list(refs)])
+    s = _sacrebleu()[1].corpus_score(list(hyps), [list(refs)])
     return [*s.counts, *s.totals, s.sys_len, s.ref_len]
 
 
@@ -86,7 +91,8 @@ def bleu_from_stats(stats: Sequence[int | float]) -> float:
     s = [int(x) for x in stats]
     if s[8] == 0:
         return 0.0
-    return float(BLEU.compute_bleu(s[0:4], s[4:8], s[8], s[9], smooth_method="exp").score)
+    bleu = _sacrebleu()[0]
+    return float(bleu.compute_bleu(s[0:4], s[4:8], s[8], s[9], smooth_method="exp").score)
 
 
 def corpus_bleu(hyps: Sequence[str], refs: Sequence[str]) -> float:
@@ -99,7 +105,7 @@ def corpus_chrf(hyps: Sequence[str], refs: Sequence[str]) -> float:
     _check_corpus(hyps, refs)
     if not hyps:
         return 0.0
-    return float(CHRF().corpus_score(list(hyps), [list(refs)]).score)
+    return float(_sacrebleu()[2]().corpus_score(list(hyps), [list(refs)]).score)
 
 
 def perplexity(nll: float, num_tokens: float | None = None) -> float:
