@@ -155,11 +155,28 @@ def test_translate_and_heatmap_in_browser(browser_context, live_server, tmp_path
         DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
         page.screenshot(path=str(DOCS_SCREENSHOT), full_page=True)
 
-    # a bad input shows the server's message, and the page still works afterwards
-    page.fill("#text", "the zorglub cat .")
+    # a refused input shows the server's message and clears the previous result: no
+    # translation or heatmap of the last sentence stays on screen under the error
+    page.fill("#text", "I love you")
     page.click("#translate-button")
     page.wait_for_selector("#error:not([hidden])")
-    assert "zorglub" in page.text_content("#error")
+    assert "love" in page.text_content("#error")
+    assert page.locator("#result").is_hidden()
+    assert page.text_content("#translation") == "" and page.text_content("#timing") == ""
+    assert page.locator("#heatmaps svg").count() == 0
+    # and the page still works afterwards (no reload)
+    page.fill("#text", SENTENCE)
+    page.click("#translate-button")
+    page.wait_for_selector("body[data-state=done] svg.heatmap[data-kind=cross]", timeout=20_000)
+    assert (
+        page.text_content("#translation")
+        == (
+            httpx.post(f"{live_server}/api/translate", json={"text": SENTENCE}).json()[
+                "translation"
+            ]
+        )
+    )
+    assert page.locator("#error").is_hidden()
     assert not errors and not outside, (errors, outside)
     page.close()
 

@@ -177,6 +177,15 @@ function showResult(res) {
   drawMaps();
 }
 
+function clearResult() {
+  state.result = null;
+  $("result").hidden = true;
+  $("translation").textContent = "";
+  $("timing").textContent = "";
+  $("heatmaps").replaceChildren();
+  $("tooltip").hidden = true;
+}
+
 async function onTranslate(ev) {
   ev.preventDefault();
   const button = $("translate-button");
@@ -192,6 +201,7 @@ async function onTranslate(ev) {
     showResult(res);
     document.body.dataset.state = "done";
   } catch (e) {
+    clearResult();  // the previous sentence's translation and maps must not stay under the error
     $("error").textContent = e.message;
     $("error").hidden = false;
     document.body.dataset.state = "error";
