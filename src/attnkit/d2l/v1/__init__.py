@@ -1,0 +1,197 @@
+"""The current English edition's API (d2l 1.0): ``from attnkit.d2l import v1 as d2l``.
+
+Chapters 9-11 (recurrent networks, modern recurrent networks, attention and Transformers)
+and the base classes they use, with d2l 1.0.3's names, signatures, ``state_dict`` keys
+(lazy layers: a state dict loads after a first forward, as in the book) and data
+semantics (alphabetical ``Vocab``, ``MTFraEng``/``TimeMachine`` splits and arrays).
+``Trainer.fit`` runs attnkit's one training engine. Modules: :mod:`.base` (``Module``,
+``DataModule``, ``Trainer``...), :mod:`.text`, :mod:`.rnn`, :mod:`.seq2seq`,
+:mod:`.attention`, :mod:`.transformer`, :mod:`.kernels`, :mod:`.utils`.
+
+Data come from ``root`` (``'../data'``, relative to the working directory) as in the book:
+``../data/timemachine.txt`` (sha1-checked), ``../data/fra-eng/fra.txt`` or
+``../data/fra.txt``; ``$ATTNKIT_TIMEMACHINE`` / ``$ATTNKIT_FRA`` win; offline without a
+file, ``DatasetUnavailableError`` names every place looked at.
+
+1.0 quirks fixed (each fix changes nothing but the bug):
+
+* A fully masked attention row gets zero weights (the book: uniform weights).
+* The notebook's ``TransformerDecoder`` is causal in every mode (the book's only while
+  training) and gives each token decoded step by step its own position (the book adds
+  position 0's encoding to every one).
+* ``bleu`` of an empty prediction is 0.0; ``nadaraya_watson`` gives zero weights (not NaN)
+  to a query with no key in the kernel's support.
+* ``RNNScratch`` takes its state as a tensor or the book's 1-tuple (``StackedRNNScratch``
+  passes a tensor, which the book's ``state, = state`` cannot unpack).
+* ``Vocab.to_tokens`` of a one-item list returns the token (the book raises TypeError).
+* ``Module.plot`` draws every point when there are fewer batches than points per epoch
+  (the book's ``every_n=0`` never draws).
+* Arguments are checked (TypeError/ValueError naming the argument): widths, heads,
+  dropout, ``num_steps``, ``valid_lens``, empty data files, ``num_train + num_val``
+  beyond the data.
+
+Kept as in 1.0: ``Seq2Seq`` trains on ``Classifier.loss`` (cross-entropy over padding too;
+the seq2seq notebook adds the masked loss with ``add_to_class``); ``Seq2SeqEncoder`` runs
+its GRU over padding; ``MTFraEng`` reads ``num_train + num_val + 1`` lines, so validation
+has one row more; ``init_seq2seq`` skips lazy layers not yet materialised;
+``prepare_batch`` moves batches to the first GPU only; ``try_all_gpus()`` is ``[]``
+without a GPU.
+
+Differences of speed, not of law: ``Trainer.fit`` clips with ``clip_grad_norm_`` (scale
+``clip / (norm + 1e-6)``, the book ``clip / norm``), dot-product attention runs the fused
+kernel while training (no ``attention_weights`` kept in training mode), and the headless
+``ProgressBoard`` keeps its points without drawing.
+"""
+
+from __future__ import annotations
+
+import torch
+from matplotlib import pyplot as plt
+from torch import nn
+
+from attnkit.d2l.utils import set_axes, set_figsize, use_svg_display
+from attnkit.d2l.v1.attention import (
+    AdditiveAttention,
+    AttentionDecoder,
+    DotProductAttention,
+    MultiHeadAttention,
+    Seq2SeqAttentionDecoder,
+    masked_softmax,
+    show_heatmaps,
+)
+from attnkit.d2l.v1.base import (
+    Classifier,
+    DataModule,
+    HyperParameters,
+    Module,
+    ProgressBoard,
+    Trainer,
+    add_to_class,
+    cpu,
+    gpu,
+    num_gpus,
+    try_all_gpus,
+    try_gpu,
+)
+from attnkit.d2l.v1.kernels import (
+    boxcar,
+    constant,
+    epanechikov,
+    epanechnikov,
+    gaussian,
+    nadaraya_watson,
+)
+from attnkit.d2l.v1.rnn import (
+    GRU,
+    LSTM,
+    RNN,
+    RNNLM,
+    BiGRU,
+    BiRNNScratch,
+    GRUScratch,
+    LSTMScratch,
+    RNNLMScratch,
+    RNNScratch,
+    StackedRNNScratch,
+    check_len,
+    check_shape,
+)
+from attnkit.d2l.v1.seq2seq import (
+    Decoder,
+    Encoder,
+    EncoderDecoder,
+    MTFraEng,
+    Seq2Seq,
+    Seq2SeqDecoder,
+    Seq2SeqEncoder,
+    bleu,
+    init_seq2seq,
+    show_list_len_pair_hist,
+)
+from attnkit.d2l.v1.text import TimeMachine, Vocab
+from attnkit.d2l.v1.transformer import (
+    AddNorm,
+    PositionalEncoding,
+    PositionWiseFFN,
+    TransformerDecoder,
+    TransformerDecoderBlock,
+    TransformerEncoder,
+    TransformerEncoderBlock,
+)
+from attnkit.d2l.v1.utils import DATA_URL, DatasetUnavailableError, Timer, download, extract, plot
+
+nn_Module = nn.Module  # noqa: N816  (the book's alias)
+
+# The book's tensor aliases (its config.ini), used by the chapters' notebook code.
+ones_like, ones, zeros_like, zeros = torch.ones_like, torch.ones, torch.zeros_like, torch.zeros
+tensor, arange, meshgrid, linspace = torch.tensor, torch.arange, torch.meshgrid, torch.linspace
+sin, sinh, cos, cosh, tanh = torch.sin, torch.sinh, torch.cos, torch.cosh, torch.tanh
+exp, log, normal, rand, randn = torch.exp, torch.log, torch.normal, torch.rand, torch.randn
+matmul, concat, stack, abs, eye = torch.matmul, torch.cat, torch.stack, torch.abs, torch.eye
+sigmoid, batch_matmul = torch.sigmoid, torch.bmm
+int32, int64, float32 = torch.int32, torch.int64, torch.float32
+
+
+def numpy(x, *args, **kwargs):
+    return x.detach().numpy(*args, **kwargs)
+
+
+def size(x, *args, **kwargs):
+    return x.numel(*args, **kwargs)
+
+
+def reshape(x, *args, **kwargs):
+    return x.reshape(*args, **kwargs)
+
+
+def to(x, *args, **kwargs):
+    return x.to(*args, **kwargs)
+
+
+def reduce_sum(x, *args, **kwargs):
+    return x.sum(*args, **kwargs)
+
+
+def reduce_mean(x, *args, **kwargs):
+    return x.mean(*args, **kwargs)
+
+
+def argmax(x, *args, **kwargs):
+    return x.argmax(*args, **kwargs)
+
+
+def astype(x, *args, **kwargs):
+    return x.type(*args, **kwargs)
+
+
+def transpose(x, *args, **kwargs):
+    return x.t(*args, **kwargs)
+
+
+def expand_dims(x, *args, **kwargs):
+    return x.unsqueeze(*args, **kwargs)
+
+
+def swapaxes(x, *args, **kwargs):
+    return x.swapaxes(*args, **kwargs)
+
+
+def repeat(x, *args, **kwargs):
+    return x.repeat(*args, **kwargs)
+
+
+__all__ = [
+    "DATA_URL", "GRU", "LSTM", "RNN", "RNNLM", "AddNorm", "AdditiveAttention",
+    "AttentionDecoder", "BiGRU", "BiRNNScratch", "Classifier", "DataModule",
+    "DatasetUnavailableError", "Decoder", "DotProductAttention", "Encoder", "EncoderDecoder",
+    "GRUScratch", "HyperParameters", "LSTMScratch", "MTFraEng", "Module", "MultiHeadAttention",
+    "PositionWiseFFN", "PositionalEncoding", "ProgressBoard", "RNNLMScratch", "RNNScratch",
+    "Seq2Seq", "Seq2SeqAttentionDecoder", "Seq2SeqDecoder", "Seq2SeqEncoder",
+    "StackedRNNScratch", "TimeMachine", "Timer", "Trainer", "TransformerDecoder",
+    "TransformerDecoderBlock", "TransformerEncoder", "TransformerEncoderBlock", "Vocab",
+    "add_to_class", "bleu", "boxcar", "check_len", "check_shape", "constant", "cpu",
+    "download", "epanechikov", "epanechnikov", "extract", "gaussian", "gpu",
+    "init_seq2seq", "masked_softmax", "nadaraya_watson", "num_gpus", "plot", "plt",
+    "set_axes", "set_figsize", "show_heatmaps", "show_list_len_pair_hist", "try_all_gpus",
+    "try_gpu", "use_svg_display",
+]  # fmt: skip

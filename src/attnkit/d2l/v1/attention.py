@@ -1,0 +1,197 @@
+"""Attention of d2l 1.0 (chapter 11): scoring functions, multi-head attention, the
+attention decoder interface and the notebook's Bahdanau decoder.
+
+Shape legend: B batch, Q queries, K keys, D width, H heads. ``valid_lens``: (B,) or (B, Q)
+integer key lengths, or a boolean mask broadcastable to (B, Q, K) (True = attend). A query
+with no valid key gets zero weights (the book: uniform weights over its padding).
+
+The math is attnkit's (:func:`attnkit.attention.masked_softmax`,
+:func:`attnkit.attention.scoring.scaled_dot_product`); the layers are 1.0's lazy ones,
+so ``state_dict`` keys are d2l 1.0.3's and load after a first forward. In training mode
+dot-product attention runs the fused kernel and keeps no ``attention_weights``; in eval
+mode it keeps them, shaped as the book's.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+from torch import Tensor, nn
+
+from attnkit.attention.masking import as_mask
+from attnkit.attention.masking import masked_softmax as _masked_softmax
+from attnkit.attention.scoring import scaled_dot_product
+from attnkit.d2l.attention import DotProductAttention as _DotProductAttention
+from attnkit.d2l.attention import show_heatmaps
+from attnkit.d2l.v1.base import Module
+from attnkit.d2l.v1.seq2seq import Decoder, init_seq2seq
+from attnkit.d2l.v1.text import check_counts
+
+__all__ = [
+    "AdditiveAttention", "AttentionDecoder", "DotProductAttention", "MultiHeadAttention",
+    "Seq2SeqAttentionDecoder", "masked_softmax", "show_heatmaps",
+]  # fmt: skip
+
+
+def masked_softmax(X, valid_lens):
+    """Softmax over the last axis of X (B, Q, K) ignoring keys past ``valid_lens``."""
+    return _masked_softmax(X, valid_lens)
+
+
+def check_dropout(dropout) -> float:
+    if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real):
+        raise TypeError(f"dropout must be a float in [0, 1), got {dropout!r}")
+    if not 0 <= dropout < 1:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+    return float(dropout)
+
+
+def _check_qkv(queries, keys, values) -> None:
+    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
+        if not isinstance(t, Tensor) or not t.is_floating_point() or t.dim() != 3:
+            got = tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__
+            raise ValueError(f"{name} must be a float tensor (B, T, D), got {got}")
+    if not queries.shape[0] == keys.shape[0] == values.shape[0]:
+        raise ValueError(
+            f"queries, keys and values must share the batch size, got {queries.shape[0]}, "
+            f"{keys.shape[0]} and {values.shape[0]}"
+        )
+    if keys.shape[1] != values.shape[1]:
+        raise ValueError(
+            f"keys and values must have the same length K, got {keys.shape[1]} and {values.shape[1]}"
+        )
+
+
+class DotProductAttention(_DotProductAttention):
+    """``DotProductAttention(dropout)``: softmax(Q Kᵀ / sqrt(D)) V with dropout on the weights.
+
+    ``forward(queries (B, Q, D), keys (B, K, D), values (B, K, Dv), valid_lens=None)``.
+    """
+
+    def __init__(self, dropout):
+        super().__init__(check_dropout(dropout))
+
+
+class AdditiveAttention(nn.Module):
+    """``AdditiveAttention(num_hiddens, dropout)``: lazy ``W_k``, ``W_q``, ``w_v``.
+
+    ``forward(queries (B, Q, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens)``;
+    keeps ``attention_weights`` (B, Q, K).
+    """
+
+    def __init__(self, num_hiddens, dropout, **kwargs):
+        super().__init__()
+        check_counts("num_hiddens", num_hiddens)
+        self.W_k = nn.LazyLinear(num_hiddens, bias=False)
+        self.W_q = nn.LazyLinear(num_hiddens, bias=False)
+        self.w_v = nn.LazyLinear(1, bias=False)
+        self.dropout = nn.Dropout(check_dropout(dropout))
+
+    def forward(self, queries, keys, values, valid_lens):
+        _check_qkv(queries, keys, values)
+        queries, keys = self.W_q(queries), self.W_k(keys)  # (B, Q, h), (B, K, h)
+        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))  # (B, Q, K, h)
+        scores = self.w_v(features).squeeze(-1)  # (B, Q, K)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+class AttentionDecoder(Decoder):
+    """A decoder whose ``attention_weights`` property the subclass defines."""
+
+    @property
+    def attention_weights(self):
+        raise NotImplementedError
+
+
+class MultiHeadAttention(Module):
+    """``MultiHeadAttention(num_hiddens, num_heads, dropout, bias=False)``: lazy ``W_q``,
+    ``W_k``, ``W_v``, ``W_o`` (keys as 1.0.3's), attention over ``num_heads`` heads.
+
+    ``forward(queries (B, Q, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens)`` ->
+    (B, Q, num_hiddens). In eval mode ``attention.attention_weights`` is (B*H, Q, K),
+    as the book's; in training the fused kernel runs and keeps none.
+    """
+
+    def __init__(self, num_hiddens, num_heads, dropout, bias=False, **kwargs):
+        super().__init__()
+        check_counts("num_hiddens", num_hiddens)
+        check_counts("num_heads", num_heads)
+        if num_hiddens % num_heads:
+            raise ValueError(
+                f"num_hiddens must be divisible by num_heads, got num_hiddens={num_hiddens} "
+                f"and num_heads={num_heads}"
+            )
+        self.num_heads = num_heads
+        self.attention = DotProductAttention(dropout)
+        self.W_q = nn.LazyLinear(num_hiddens, bias=bias)
+        self.W_k = nn.LazyLinear(num_hiddens, bias=bias)
+        self.W_v = nn.LazyLinear(num_hiddens, bias=bias)
+        self.W_o = nn.LazyLinear(num_hiddens, bias=bias)
+
+    def forward(self, queries, keys, values, valid_lens):
+        _check_qkv(queries, keys, values)
+        B, Q, K = queries.shape[0], queries.shape[1], keys.shape[1]
+        mask = as_mask((B, Q, K), valid_lens, queries.device)  # (B, 1|Q, K), any bool, None
+        if mask is not None:
+            mask = mask[None, None] if mask.dim() == 2 else mask.unsqueeze(-3)  # heads axis
+        heads = lambda X: X.reshape(B, X.shape[1], self.num_heads, -1).transpose(1, 2)  # noqa: E731
+        q = heads(self.W_q(queries))  # (B, H, Q, D/H)
+        k, v = heads(self.W_k(keys)), heads(self.W_v(values))  # (B, H, K, D/H)
+        att = self.attention
+        p = att.dropout if self.training else 0.0
+        out, weights = scaled_dot_product(q, k, v, mask, p, att.wants_weights())
+        att.attention_weights = None if weights is None else weights.reshape(-1, Q, K)
+        return self.W_o(out.transpose(1, 2).reshape(B, Q, -1))  # (B, Q, num_hiddens)
+
+    def transpose_qkv(self, X):
+        """(B, T, D) -> (B*H, T, D/H)."""
+        X = X.reshape(X.shape[0], X.shape[1], self.num_heads, -1)
+        X = X.permute(0, 2, 1, 3)
+        return X.reshape(-1, X.shape[2], X.shape[3])
+
+    def transpose_output(self, X):
+        """(B*H, T, D/H) -> (B, T, D), the inverse of ``transpose_qkv``."""
+        X = X.reshape(-1, self.num_heads, X.shape[1], X.shape[2])
+        X = X.permute(0, 2, 1, 3)
+        return X.reshape(X.shape[0], X.shape[1], -1)
+
+
+class Seq2SeqAttentionDecoder(AttentionDecoder):
+    """The notebook's Bahdanau decoder: additive attention over the encoder's outputs,
+    queried by the last layer's hidden state at every step."""
+
+    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers, dropout=0):
+        super().__init__()
+        check_counts("vocab_size", vocab_size)
+        check_counts("embed_size", embed_size)
+        self.attention = AdditiveAttention(num_hiddens, dropout)
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout=dropout)
+        self.dense = nn.LazyLinear(vocab_size)
+        self.apply(init_seq2seq)
+
+    def init_state(self, enc_outputs, enc_valid_lens):
+        """(outputs (T, B, H), hidden (L, B, H)) -> (outputs (B, T, H), hidden, lens)."""
+        outputs, hidden_state = enc_outputs
+        return (outputs.permute(1, 0, 2), hidden_state, enc_valid_lens)
+
+    def forward(self, X, state):
+        """X (B, T) ids -> (B, T, vocab), the new state."""
+        enc_outputs, hidden_state, enc_valid_lens = state
+        X = self.embedding(X).permute(1, 0, 2)  # (T, B, E)
+        outputs, self._attention_weights = [], []
+        for x in X:
+            query = torch.unsqueeze(hidden_state[-1], dim=1)  # (B, 1, H)
+            context = self.attention(query, enc_outputs, enc_outputs, enc_valid_lens)
+            x = torch.cat((context, torch.unsqueeze(x, dim=1)), dim=-1)
+            out, hidden_state = self.rnn(x.permute(1, 0, 2), hidden_state)
+            outputs.append(out)
+            self._attention_weights.append(self.attention.attention_weights)
+        outputs = self.dense(torch.cat(outputs, dim=0))
+        return outputs.permute(1, 0, 2), [enc_outputs, hidden_state, enc_valid_lens]
+
+    @property
+    def attention_weights(self):
+        return self._attention_weights

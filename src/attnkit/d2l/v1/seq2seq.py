@@ -1,0 +1,306 @@
+"""Machine translation and sequence to sequence learning of d2l 1.0 (chapter 10).
+
+``MTFraEng`` (the English-French data with 1.0's splits and alphabetical vocabularies),
+the ``Encoder``/``Decoder``/``EncoderDecoder`` interfaces (``predict_step`` decodes
+greedily, with the decoder's attention weights per step on request), ``init_seq2seq``,
+``Seq2SeqEncoder``, ``Seq2Seq``, ``bleu``, and the notebook's ``Seq2SeqDecoder``.
+
+Batches are ``(src (B, num_steps), tgt_in (B, num_steps), src_valid_len (B,),
+tgt_out (B, num_steps))``, ``tgt_in`` starting with ``<bos>``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from attnkit.d2l.utils import show_list_len_pair_hist as _show_list_len_pair_hist
+from attnkit.d2l.v1.base import Classifier, DataModule
+from attnkit.d2l.v1.rnn import GRU
+from attnkit.d2l.v1.text import Vocab, check_counts
+from attnkit.data import translation as _nmt
+from attnkit.metrics import bleu as _bleu
+
+__all__ = [
+    "Decoder", "Encoder", "EncoderDecoder", "MTFraEng", "Seq2Seq", "Seq2SeqDecoder",
+    "Seq2SeqEncoder", "bleu", "fra_path", "init_seq2seq", "show_list_len_pair_hist",
+]  # fmt: skip
+
+
+def fra_path(root) -> Path:
+    """``$ATTNKIT_FRA``; else ``root/fra-eng/fra.txt`` (what the book extracts); else
+    ``root/fra.txt``; else a verified ``root/fra-eng.zip`` (extracted next to it), the cache
+    or a download. Offline: ``DatasetUnavailableError`` naming every place looked at."""
+    env = os.environ.get("ATTNKIT_FRA")
+    if env:
+        if not Path(env).is_file():
+            raise FileNotFoundError(f"ATTNKIT_FRA={env!r} is not a file")
+        return Path(env)
+    if (Path(root) / "fra-eng" / "fra.txt").is_file():
+        return Path(root) / "fra-eng" / "fra.txt"
+    if (Path(root) / "fra.txt").is_file():
+        return Path(root) / "fra.txt"
+    return _nmt.download_fra(search=(root,))
+
+
+class MTFraEng(DataModule):
+    """``MTFraEng(batch_size, num_steps=9, num_train=512, num_val=128)``.
+
+    ``arrays``: ``(src, tgt[:, :-1], src_valid_len, tgt[:, 1:])`` over the first
+    ``num_train + num_val`` lines (one more, the book's off-by-one); ``src_vocab``,
+    ``tgt_vocab``: alphabetical, ``min_freq=2``, over every line read. The first
+    ``num_train`` rows train; the rest validate.
+    """
+
+    def __init__(self, batch_size, num_steps=9, num_train=512, num_val=128, *, root="../data"):
+        super().__init__(root=root)
+        check_counts("batch_size", batch_size)
+        check_counts("num_steps", num_steps)
+        check_counts("num_train", num_train)
+        check_counts("num_val", num_val, minimum=0)
+        self.batch_size, self.num_steps = batch_size, num_steps
+        self.num_train, self.num_val = num_train, num_val
+        self.arrays, self.src_vocab, self.tgt_vocab = self._build_arrays(self._download())
+        rows = len(self.arrays[0])
+        if rows < num_train + num_val:
+            raise ValueError(
+                f"num_train + num_val = {num_train} + {num_val} = {num_train + num_val} "
+                f"sentence pairs asked for, but the data has {rows} usable pairs"
+            )
+
+    def _download(self):
+        path = fra_path(self.root)
+        text = _nmt.read_fra(path)
+        if not text.strip():
+            raise ValueError(f"the fra-eng data file {str(path)!r} is empty")
+        return text
+
+    def _preprocess(self, text):
+        """NBSPs to spaces, lower case, a space before ``,.!?`` following a non-space."""
+        return _nmt.preprocess_nmt(text)
+
+    def _tokenize(self, text, max_examples=None):
+        """(src, tgt) token lists, each ending with ``<eos>``; lines 0..max_examples."""
+        src, tgt = [], []
+        for i, line in enumerate(text.split("\n")):
+            if max_examples and i > max_examples:
+                break
+            parts = line.split("\t")
+            if len(parts) == 2:
+                src.append([t for t in f"{parts[0]} <eos>".split(" ") if t])
+                tgt.append([t for t in f"{parts[1]} <eos>".split(" ") if t])
+        return src, tgt
+
+    def _build_arrays(self, raw_text, src_vocab=None, tgt_vocab=None):
+        def _build_array(sentences, vocab, is_tgt=False):
+            t = self.num_steps
+            sentences = [s[:t] if len(s) > t else s + ["<pad>"] * (t - len(s)) for s in sentences]
+            if is_tgt:
+                sentences = [["<bos>", *s] for s in sentences]
+            if vocab is None:
+                vocab = Vocab(sentences, min_freq=2)
+            width = t + 1 if is_tgt else t
+            array = torch.tensor([vocab[s] for s in sentences], dtype=torch.long)
+            array = array.reshape(len(sentences), width)
+            valid_len = (array != vocab["<pad>"]).type(torch.int32).sum(1)
+            return array, vocab, valid_len
+
+        src, tgt = self._tokenize(self._preprocess(raw_text), self.num_train + self.num_val)
+        src_array, src_vocab, src_valid_len = _build_array(src, src_vocab)
+        tgt_array, tgt_vocab, _ = _build_array(tgt, tgt_vocab, True)
+        arrays = (src_array, tgt_array[:, :-1], src_valid_len, tgt_array[:, 1:])
+        return arrays, src_vocab, tgt_vocab
+
+    def get_dataloader(self, train):
+        idx = slice(0, self.num_train) if train else slice(self.num_train, None)
+        return self.get_tensorloader(self.arrays, train, idx)
+
+    def build(self, src_sentences, tgt_sentences):
+        """Arrays for new sentence pairs, with this dataset's vocabularies."""
+        for name, s in (("src_sentences", src_sentences), ("tgt_sentences", tgt_sentences)):
+            if isinstance(s, str) or not all(isinstance(x, str) for x in s):
+                raise TypeError(f"{name} must be a list of str, got {s!r}")
+        if len(src_sentences) != len(tgt_sentences):
+            raise ValueError(
+                f"src_sentences and tgt_sentences must have the same length, got "
+                f"{len(src_sentences)} and {len(tgt_sentences)}"
+            )
+        raw_text = "\n".join([src + "\t" + tgt for src, tgt in zip(src_sentences, tgt_sentences)])
+        arrays, _, _ = self._build_arrays(raw_text, self.src_vocab, self.tgt_vocab)
+        return arrays
+
+
+def show_list_len_pair_hist(legend, xlabel, ylabel, xlist, ylist):
+    """The histogram of list lengths (second set hatched); returns ``plt.hist``'s result."""
+    return _show_list_len_pair_hist(legend, xlabel, ylabel, xlist, ylist)
+
+
+class Encoder(nn.Module):
+    """The encoder interface: ``forward(X, *args)``."""
+
+    def forward(self, X, *args):
+        raise NotImplementedError
+
+
+class Decoder(nn.Module):
+    """The decoder interface: ``init_state(enc_all_outputs, *args)``, ``forward(X, state)``."""
+
+    def init_state(self, enc_all_outputs, *args):
+        raise NotImplementedError
+
+    def forward(self, X, state):
+        raise NotImplementedError
+
+
+def _check_ids(name, X):
+    if not isinstance(X, torch.Tensor) or X.dim() != 2 or X.is_floating_point():
+        raise ValueError(
+            f"{name} must be an integer tensor (batch_size, num_steps), got "
+            f"{tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__}"
+            f"{' ' + str(X.dtype) if isinstance(X, torch.Tensor) else ''}"
+        )
+
+
+class EncoderDecoder(Classifier):
+    """``forward(enc_X, dec_X, *args)`` -> the decoder's output (B, T, vocab)."""
+
+    def __init__(self, encoder, decoder):
+        super().__init__()
+        if not isinstance(encoder, nn.Module) or not isinstance(decoder, nn.Module):
+            raise TypeError(
+                f"encoder and decoder must be nn.Modules, got {type(encoder).__name__} "
+                f"and {type(decoder).__name__}"
+            )
+        self.encoder = encoder
+        self.decoder = decoder
+
+    def forward(self, enc_X, dec_X, *args):
+        enc_all_outputs = self.encoder(enc_X, *args)
+        dec_state = self.decoder.init_state(enc_all_outputs, *args)
+        return self.decoder(dec_X, dec_state)[0]
+
+    def predict_step(self, batch, device, num_steps, save_attention_weights=False):
+        """Greedy decoding of ``num_steps`` tokens for the whole batch from ``tgt[:, 0]``.
+
+        ``batch``: ``(src (B, T), tgt (B, T'), src_valid_len (B,), _)``. Returns
+        ``(ids (B, num_steps), attention_weights)``: one ``decoder.attention_weights`` per
+        step when ``save_attention_weights``, else ``[]``.
+        """
+        if isinstance(num_steps, bool) or not isinstance(num_steps, numbers.Integral):
+            raise TypeError(f"num_steps must be a positive int, got {num_steps!r}")
+        if num_steps < 1:
+            raise ValueError(f"num_steps must be a positive int, got {num_steps}")
+        if len(batch) != 4:
+            raise ValueError(
+                f"batch must be (src, tgt, src_valid_len, label), got {len(batch)} items"
+            )
+        batch = [torch.as_tensor(a).to(device) for a in batch]
+        src, tgt, src_valid_len, _ = batch
+        _check_ids("src", src)
+        _check_ids("tgt", tgt)
+        if src_valid_len.shape != (src.shape[0],):
+            raise ValueError(
+                f"src_valid_len must have shape (B,) = ({src.shape[0]},), "
+                f"got {tuple(src_valid_len.shape)}"
+            )
+        enc_all_outputs = self.encoder(src, src_valid_len)
+        dec_state = self.decoder.init_state(enc_all_outputs, src_valid_len)
+        outputs, attention_weights = [tgt[:, 0].unsqueeze(1)], []
+        for _ in range(num_steps):
+            Y, dec_state = self.decoder(outputs[-1], dec_state)
+            outputs.append(Y.argmax(2))
+            if save_attention_weights:
+                attention_weights.append(self.decoder.attention_weights)
+        return torch.cat(outputs[1:], 1), attention_weights
+
+
+def init_seq2seq(module):
+    """Xavier-uniform weights of ``nn.Linear`` and ``nn.GRU`` (exact types, as the book:
+    a lazy layer not yet materialised is left as it is)."""
+    if type(module) is nn.Linear:
+        nn.init.xavier_uniform_(module.weight)
+    if type(module) is nn.GRU:
+        for param in module._flat_weights_names:
+            if "weight" in param:
+                nn.init.xavier_uniform_(module._parameters[param])
+
+
+class Seq2SeqEncoder(Encoder):
+    """Embedding + ``d2l.GRU``; ``forward(X (B, T), *args)`` -> (outputs (T, B, H),
+    state (L, B, H)). As the book, valid lengths are ignored (the GRU runs over padding)."""
+
+    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers, dropout=0):
+        super().__init__()
+        check_counts("vocab_size", vocab_size)
+        check_counts("embed_size", embed_size)
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = GRU(embed_size, num_hiddens, num_layers, dropout)
+        self.apply(init_seq2seq)
+
+    def forward(self, X, *args):
+        _check_ids("X", X)
+        embs = self.embedding(X.t().type(torch.int64))  # (T, B, embed_size)
+        outputs, state = self.rnn(embs)
+        return outputs, state
+
+
+class Seq2SeqDecoder(Decoder):
+    """The notebook's GRU decoder: the encoder's last output as context at every step."""
+
+    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers, dropout=0):
+        super().__init__()
+        check_counts("vocab_size", vocab_size)
+        check_counts("embed_size", embed_size)
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout)
+        self.dense = nn.LazyLinear(vocab_size)
+        self.apply(init_seq2seq)
+
+    def init_state(self, enc_all_outputs, *args):
+        return enc_all_outputs
+
+    def forward(self, X, state):
+        """X (B, T) ids; state (enc_outputs (T_src, B, H), hidden (L, B, H))."""
+        _check_ids("X", X)
+        embs = self.embedding(X.t().type(torch.int32))  # (T, B, E)
+        enc_output, hidden_state = state
+        context = enc_output[-1].repeat(embs.shape[0], 1, 1)  # (T, B, H)
+        outputs, hidden_state = self.rnn(torch.cat((embs, context), -1), hidden_state)
+        outputs = self.dense(outputs).swapaxes(0, 1)  # (B, T, vocab)
+        return outputs, [enc_output, hidden_state]
+
+
+class Seq2Seq(EncoderDecoder):
+    """``Seq2Seq(encoder, decoder, tgt_pad, lr)``: Adam; the loss is ``Classifier.loss``
+    (unmasked, as the package; the seq2seq notebook masks it with ``add_to_class``)."""
+
+    def __init__(self, encoder, decoder, tgt_pad, lr):
+        super().__init__(encoder, decoder)
+        if isinstance(tgt_pad, bool) or not isinstance(tgt_pad, numbers.Integral) or tgt_pad < 0:
+            raise ValueError(f"tgt_pad must be a token id (int >= 0), got {tgt_pad!r}")
+        if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not lr > 0:
+            raise ValueError(f"lr must be a positive number, got {lr!r}")
+        self.save_hyperparameters()
+
+    def validation_step(self, batch):
+        Y_hat = self(*batch[:-1])
+        self.plot("loss", self.loss(Y_hat, batch[-1]), train=False)
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=self.lr)
+
+
+def bleu(pred_seq, label_seq, k):
+    """The book's BLEU (1.0): n-grams up to ``min(k, len(pred))``; 0.0 for an empty prediction."""
+    if not isinstance(pred_seq, str) or not isinstance(label_seq, str):
+        raise TypeError(
+            f"pred_seq and label_seq must be str, got {type(pred_seq).__name__} "
+            f"and {type(label_seq).__name__}"
+        )
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive int, got {k!r}")
+    return _bleu(pred_seq, label_seq, min(k, len(pred_seq.split(" "))))
