@@ -44,11 +44,20 @@ def show_heatmaps(
     yticklabels: Sequence[str] | None = None,
     row_titles: Sequence[str] | None = None,
     path: str | os.PathLike | None = None,
+    shared_colorbar: bool = True,
+    per_panel: bool = False,
 ) -> Figure:
     """A grid of heatmaps with one shared colorbar, as the book's ``show_heatmaps``.
 
     ``figsize`` is the size of one panel. Token lists label the axes of every panel.
+    Colour scales: by default every panel shares one scale and one colour bar (the
+    book's); ``shared_colorbar=False`` keeps the shared scale without the bar;
+    ``per_panel=True`` gives each panel its own scale and its own colour bar, so that
+    panels of very different ranges stay readable.
     """
+    for name, flag in (("shared_colorbar", shared_colorbar), ("per_panel", per_panel)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {flag!r}")
     m = torch.as_tensor(matrices).detach().float().cpu()
     if m.dim() < 2 or m.dim() > 4:
         raise ValueError(f"matrices must have 2 to 4 dims (rows, cols, Q, K), got {tuple(m.shape)}")
@@ -83,7 +92,12 @@ def show_heatmaps(
     for i in range(rows):
         for j in range(cols):
             ax = axes[i, j]
+            if per_panel:
+                vmin = min(float(m[i, j].min()), 0.0) if m[i, j].numel() else 0.0
+                vmax = float(m[i, j].max()) if m[i, j].numel() else 1.0
             pcm = ax.imshow(m[i, j].numpy(), cmap=cmap, vmin=vmin, vmax=max(vmax, vmin + 1e-12))
+            if per_panel:
+                fig.colorbar(pcm, ax=ax, shrink=0.8)
             if i == rows - 1:
                 ax.set_xlabel(xlabel)
             if j == 0:
@@ -94,7 +108,8 @@ def show_heatmaps(
                 ax.set_xticks(range(K), list(xticklabels), rotation=90)
             if yticklabels is not None:
                 ax.set_yticks(range(Q), list(yticklabels))
-    fig.colorbar(pcm, ax=axes, shrink=0.6)
+    if shared_colorbar and not per_panel:
+        fig.colorbar(pcm, ax=axes, shrink=0.6)
     save_figure(fig, path)
     return fig
 

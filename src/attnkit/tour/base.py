@@ -1,0 +1,98 @@
+"""What every tour topic returns, the shared argument checks and figure helpers."""
+
+from __future__ import annotations
+
+import functools
+import numbers
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+__all__ = ["TopicResult", "check_args", "close_figures", "timed", "topic"]
+
+
+@dataclass
+class TopicResult:
+    """One argument of the chapter, run: its finding (printed), the measured values
+    (asserted by the tests) and its figures (name -> Figure, written by ``save``)."""
+
+    name: str
+    finding: str
+    values: dict[str, Any] = field(default_factory=dict)
+    figures: dict[str, Figure] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def save(self, out: str | Path) -> list[Path]:
+        """Write every figure as ``out/<topic>_<figure>.png``; return the paths."""
+        from attnkit.viz import save_figure
+
+        out = Path(out)
+        written = []
+        for key, fig in self.figures.items():
+            written.append(save_figure(fig, out / f"{self.name}_{key}.png"))
+        return written
+
+    def close(self) -> None:
+        """Close the figures (a long run must not keep them all open)."""
+        close_figures(self.figures)
+
+
+def close_figures(figures: dict[str, Figure]) -> None:
+    import matplotlib.pyplot as plt
+
+    for fig in figures.values():
+        plt.close(fig)
+
+
+def check_args(small: object, seed: object) -> None:
+    """Every topic takes ``small`` (a bool: fast sizes) and ``seed`` (an int >= 0)."""
+    if not isinstance(small, bool):
+        raise TypeError(f"small must be a bool, got {small!r} ({type(small).__name__})")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an int, got {seed!r} ({type(seed).__name__})")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+
+
+def timed(fn: Callable[[], Any], repeat: int = 3, min_seconds: float = 0.005) -> float:
+    """Seconds per call of ``fn()``: the best of ``repeat`` measurements, each averaging
+    enough calls to last ``min_seconds`` (after one warm-up). The best is the least
+    disturbed by other work on a shared machine."""
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1, got {repeat}")
+    t0 = time.perf_counter()
+    fn()
+    calls = max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-7)))
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / calls)
+    return best
+
+
+def topic(fn: Callable[..., TopicResult]) -> Callable[..., TopicResult]:
+    """Make ``fn(*, small, seed)`` a topic: arguments checked, one intra-op thread while it
+    runs (small ops on a shared 2-core machine run up to 10x faster than with spinning
+    threads; the previous count is restored), ``seconds`` set to its wall-clock time."""
+    import torch
+
+    @functools.wraps(fn)
+    def run(*, small: bool = False, seed: int = 0) -> TopicResult:
+        check_args(small, seed)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        t0 = time.perf_counter()
+        try:
+            result = fn(small=small, seed=seed)
+        finally:
+            torch.set_num_threads(threads)
+        result.seconds = time.perf_counter() - t0
+        return result
+
+    return run
