@@ -1,19 +1,69 @@
-"""``attnkit tour``: the attention chapter's small examples, written as figures."""
+"""``attnkit tour``: the attention chapter's arguments, run (``attnkit.tour``).
+
+``attnkit tour --list`` names the topics; ``attnkit tour TOPIC --out DIR`` runs one,
+prints its finding and writes its figures; ``attnkit tour all`` runs every topic.
+``attnkit tour`` with no topic runs the original three examples (``run_tour``: Nadaraya-
+Watson, the scoring toy example, positional encoding), as ``attnkit demo --tour`` does.
+"""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import torch
 
-__all__ = ["register", "run_tour"]
+__all__ = ["register", "run_topics", "run_tour"]
 
 
 def register(sub) -> None:
-    p = sub.add_parser("tour", help="Nadaraya-Watson, scoring functions, positional encoding")
+    p = sub.add_parser(
+        "tour",
+        help="the attention chapter's arguments as experiments (attnkit tour --list)",
+        description="Run the chapter's arguments: each topic prints its finding and writes "
+        "its figures. Without TOPIC: Nadaraya-Watson, scoring functions, positional encoding.",
+    )
+    p.add_argument("topic", nargs="?", default=None, help="a topic from --list, or 'all'")
+    p.add_argument("--list", action="store_true", help="list the topics, one per line")
     p.add_argument("--out", default="runs/tour", help="folder for the figures (default runs/tour)")
     p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=lambda a: run_tour(Path(a.out), a.seed))
+    p.add_argument("--small", action="store_true", help="small, fast sizes (as the tests)")
+    p.set_defaults(func=_main)
+
+
+def _main(a) -> int:
+    if a.list:
+        from attnkit.tour import TOPICS
+
+        width = max(map(len, TOPICS))
+        for name, (_, _, description) in TOPICS.items():
+            print(f"{name:<{width}}  {description}")
+        return 0
+    if a.topic is None:
+        return run_tour(Path(a.out), a.seed)
+    return run_topics(a.topic, Path(a.out), seed=a.seed, small=a.small)
+
+
+def run_topics(topic: str, out: Path, *, seed: int = 0, small: bool = False) -> int:
+    """Run ``topic`` (or every topic for ``"all"``): print findings, write figures."""
+    from attnkit.tour import TOPICS, run_topic
+
+    if not isinstance(topic, str):
+        raise TypeError(f"topic must be a str, got {type(topic).__name__}")
+    names = list(TOPICS) if topic == "all" else [topic]
+    if topic != "all" and topic not in TOPICS:
+        raise ValueError(f"unknown topic {topic!r}; choose one of: all, {', '.join(TOPICS)}")
+    t0 = time.perf_counter()
+    for name in names:
+        result = run_topic(name, small=small, seed=seed)
+        written = result.save(out)
+        result.close()
+        print(f"[{name}] ({result.seconds:.1f} s) {result.finding}")
+        for p in written:
+            print(f"  {p}")
+    if len(names) > 1:
+        print(f"{len(names)} topics in {time.perf_counter() - t0:.1f} s")
+    return 0
 
 
 def run_tour(out: Path, seed: int = 0) -> int:

@@ -20,6 +20,7 @@ def gates(*, small: bool = False, seed: int = 0) -> TopicResult:
     """The scratch GRU and LSTM with gate biases forced to ±30."""
     check_args(small, seed)
     from attnkit.models.rnn import GRUScratchLayer, LSTMScratchLayer, RNNScratchLayer
+    from attnkit.viz import plot_curves
 
     torch.manual_seed(seed)
     D, H, T, B = 5, 6, 7, 3
@@ -63,6 +64,16 @@ def gates(*, small: bool = False, seed: int = 0) -> TopicResult:
         Y, (_, C) = m(X, (H0, C0))
         v["lstm_output0_max_h"] = float(Y.abs().max())
         v["lstm_output0_max_c"] = float(C.abs().max())
+    traces = {}
+    with torch.no_grad():  # hidden unit 0 of batch row 0 over time, per forced setting
+        traces["GRU free"] = gru(0.0, 0.0)(X, (H0,))[0][:, 0, 0].tolist()
+        traces["GRU update≈1 (copy)"] = gru(BIG, 0.0)(X, (H0,))[0][:, 0, 0].tolist()
+        traces["GRU reset≈0 (MLP on X_t)"] = gru(-BIG, -BIG)(X, (H0,))[0][:, 0, 0].tolist()
+        traces["LSTM cell, forget=1 input=0"] = (
+            lstm(-BIG, BIG, 0.0)(X, (H0, C0))[1][1][0, 0].repeat(T).tolist()
+        )
+        traces["LSTM H, output≈0"] = lstm(0.0, 0.0, -BIG)(X, (H0, C0))[0][:, 0, 0].tolist()
+    fig = plot_curves(traces, "step t", "unit 0", title="gates at their extremes")
     finding = (
         f"GRU, reset≈1 (update≈0): equals the plain RNN with the same weights to "
         f"{v['gru_reset1_vs_rnn']:.1e}. reset≈0: equals tanh(X_t W_xh + b_h), an MLP on X_t "
@@ -72,7 +83,7 @@ def gates(*, small: bool = False, seed: int = 0) -> TopicResult:
         f"to {v['lstm_keep_cell']:.1e}; output≈0: |H| <= {v['lstm_output0_max_h']:.1e} while "
         f"the cell holds values up to {v['lstm_output0_max_c']:.2f} (kept, but hidden)."
     )
-    return TopicResult("gates", finding, v, {})
+    return TopicResult("gates", finding, v, {"traces": fig})
 
 
 def randomized_grad(
