@@ -179,9 +179,32 @@ class EncoderDecoder(Classifier):
         self.decoder = decoder
 
     def forward(self, enc_X, dec_X, *args):
+        enc_X = self._trim_source(enc_X, args)
         enc_all_outputs = self.encoder(enc_X, *args)
         dec_state = self.decoder.init_state(enc_all_outputs, *args)
         return self.decoder(dec_X, dec_state)[0]
+
+    def _trim_source(self, enc_X, args):
+        """enc_X (B, T) -> (B, max valid length) when nothing can see the trailing padding.
+
+        Only for an encoder and a decoder whose ``forward`` mask the source's padding
+        (attnkit's ``TransformerEncoder`` and ``TransformerDecoder``, not overridden): the
+        decoder's output is then the same (padded keys get exactly zero weight) and the
+        all-padding columns cost nothing. Any other pair sees the batch as it is.
+        """
+        enc, dec = self.encoder, self.decoder
+        if not (
+            args
+            and isinstance(args[0], torch.Tensor)
+            and args[0].dim() == 1
+            and isinstance(enc_X, torch.Tensor)
+            and enc_X.dim() == 2
+            and type(enc).forward is getattr(enc, "_pad_safe_forward", None)
+            and type(dec).forward is getattr(dec, "_pad_safe_forward", None)
+        ):
+            return enc_X
+        longest = int(args[0].max()) if args[0].numel() else 0
+        return enc_X[:, :longest] if 0 < longest < enc_X.shape[1] else enc_X
 
     def predict_step(self, batch, device, num_steps, save_attention_weights=False):
         """Greedy decoding of ``num_steps`` tokens for the whole batch from ``tgt[:, 0]``.
@@ -207,7 +230,7 @@ class EncoderDecoder(Classifier):
                 f"src_valid_len must have shape (B,) = ({src.shape[0]},), "
                 f"got {tuple(src_valid_len.shape)}"
             )
-        enc_all_outputs = self.encoder(src, src_valid_len)
+        enc_all_outputs = self.encoder(self._trim_source(src, (src_valid_len,)), src_valid_len)
         dec_state = self.decoder.init_state(enc_all_outputs, src_valid_len)
         outputs, attention_weights = [tgt[:, 0].unsqueeze(1)], []
         for _ in range(num_steps):

@@ -119,6 +119,8 @@ class TransformerEncoder(Encoder):
             self.attention_weights[i] = blk.attention.attention.attention_weights
         return X
 
+    _pad_safe_forward = forward  # padding keys are masked: EncoderDecoder may trim them
+
 
 class TransformerDecoderBlock(nn.Module):
     """Block ``i`` of the decoder: causal self-attention over the cached inputs
@@ -183,6 +185,8 @@ class TransformerDecoder(AttentionDecoder):
             self._attention_weights[0][i] = blk.attention1.attention.attention_weights
             self._attention_weights[1][i] = blk.attention2.attention.attention_weights
         return self.dense(X), state
+
+    _pad_safe_forward = forward  # the source's padding is masked in cross-attention
 
     @property
     def attention_weights(self):
