@@ -69,7 +69,7 @@ def timemachine_file(tmp_path):
     path = tmp_path / "tm.txt"
     path.write_text(
         "The Time Machine, by H. G. Wells [1898]\n\nI\nThe Time Traveller (for so it will be "
-        "convenient to speak of him)\nwas expounding a recondite matter to us.\n",
+        "convenient to speak of him)\nwas expounding a recondite matter to us.\nThe quick brown fox jumps over the lazy dog.\n",
         encoding="utf-8",
     )
     return path
