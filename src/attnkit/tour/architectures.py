@@ -8,6 +8,8 @@ book's example; the first layer's gradient in a deep stack with and without resi
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor, nn
 
@@ -135,6 +137,11 @@ def architectures(*, small: bool = False, seed: int = 0) -> TopicResult:
         "rnn": [n * d * d for n in lengths],
         "self-attention": [n * n * d for n in lengths],
     }
+    # measured growth: log-log slope between the two largest n (1 = linear, 2 = quadratic)
+    slopes = {
+        name: math.log(ts[-1] / ts[-2]) / math.log(lengths[-1] / lengths[-2])
+        for name, ts in times.items()
+    }
     # the first n from which self-attention stays slower than the RNN
     slower = [a > r for a, r in zip(times["self-attention"], times["rnn"])]
     crossover = next((n for i, n in enumerate(lengths) if all(slower[i:])), None)
@@ -150,11 +157,11 @@ def architectures(*, small: bool = False, seed: int = 0) -> TopicResult:
                         "seconds (forward)", x=lengths, logy=True,
                         title=f"d = {d}, k = {k}: measured")  # fmt: skip
     fig_t.axes[0].set_xscale("log")
-    for name, fl in flops.items():  # theory, scaled to meet the measurement at the first n
-        scale = times[name][0] / fl[0]
-        fig_t.axes[0].plot(
-            lengths, [f * scale for f in fl], "--", alpha=0.5, label=f"{name} theory"
-        )
+    lines = {ln.get_label(): ln for ln in fig_t.axes[0].get_lines()}
+    for name, fl in flops.items():  # theory, scaled to meet the measurement at the largest n
+        scale = times[name][-1] / fl[-1]
+        fig_t.axes[0].plot(lengths, [f * scale for f in fl], "--", alpha=0.6,
+                           color=lines[f"{name} (measured)"].get_color(), label=f"{name} theory")  # fmt: skip
     fig_t.axes[0].legend(fontsize=7)
     fig_d = plot_curves({m: t for m, t in times_d.items()}, "width d", "seconds (forward)",
                         x=widths, logy=True, title=f"n = {n_fixed}")  # fmt: skip
@@ -167,6 +174,7 @@ def architectures(*, small: bool = False, seed: int = 0) -> TopicResult:
         "flops": flops,
         "theoretical_crossover_n": d,
         "measured_crossover_n": crossover,
+        "slopes": slopes,
         "sequential_ops": seq_ops,
         "path_n": n_path,
         "path_length": paths,
@@ -174,10 +182,18 @@ def architectures(*, small: bool = False, seed: int = 0) -> TopicResult:
     finding = (
         f"Forward seconds at n = {lengths} (d = {d}): "
         + "; ".join(f"{m} " + "/".join(f"{t * 1e3:.2f}ms" for t in ts) for m, ts in times.items())
+        + "; growth exponent in n between the two largest n: "
+        + ", ".join(f"{m} {e:.2f}" for m, e in slopes.items())
         + f". Theory: k n d² = {k}n·{d}², n d², n² d: self-attention's n² d passes the RNN's "
-        f"n d² at n = d = {d}; measured, self-attention is first slower than the RNN at n = "
-        f"{crossover} (the RNN's n steps are sequential, which a CPU pays in overhead). "
-        f"Sequential operations (autograd depth) at n = 8 / 32: "
+        + (
+            f"n d² at n = d = {d}; measured, self-attention stays slower than the RNN from n = "
+            f"{crossover} on "
+            if crossover is not None
+            else f"n d² at n = d = {d}; measured, "
+            f"self-attention is still faster than the RNN at n = {lengths[-1]} "
+        )
+        + "(the RNN's n steps run one after another, and each pays fixed overhead). "
+        "Sequential operations (autograd depth) at n = 8 / 32: "
         + "; ".join(f"{m} {seq_ops[8][m]} / {seq_ops[32][m]}" for m in times)
         + f": O(1), O(n), O(1). Maximum path length at n = {n_path}, measured from "
         f"gradients: self-attention {paths['self-attention']} layer, RNN {paths['rnn']} steps "
