@@ -185,7 +185,9 @@ class EncoderDecoder(Classifier):
         return self.decoder(dec_X, dec_state)[0]
 
     def _trim_source(self, enc_X, args):
-        """enc_X (B, T) -> (B, max valid length) when nothing can see the trailing padding.
+        """enc_X (B, T) -> (B, max valid length) in training mode, when nothing can see the
+        trailing padding (in eval mode the encoder's ``attention_weights`` keep the book's
+        (B*H, T, T) shape for its pictures).
 
         Only for an encoder and a decoder whose ``forward`` mask the source's padding
         (attnkit's ``TransformerEncoder`` and ``TransformerDecoder``, not overridden): the
@@ -194,7 +196,8 @@ class EncoderDecoder(Classifier):
         """
         enc, dec = self.encoder, self.decoder
         if not (
-            args
+            self.training
+            and args
             and isinstance(args[0], torch.Tensor)
             and args[0].dim() == 1
             and isinstance(enc_X, torch.Tensor)
@@ -230,7 +233,7 @@ class EncoderDecoder(Classifier):
                 f"src_valid_len must have shape (B,) = ({src.shape[0]},), "
                 f"got {tuple(src_valid_len.shape)}"
             )
-        enc_all_outputs = self.encoder(self._trim_source(src, (src_valid_len,)), src_valid_len)
+        enc_all_outputs = self.encoder(src, src_valid_len)
         dec_state = self.decoder.init_state(enc_all_outputs, src_valid_len)
         outputs, attention_weights = [tgt[:, 0].unsqueeze(1)], []
         for _ in range(num_steps):
