@@ -9,6 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit._validate import positive_int, probability
+from attnkit.attention.dropout import Dropout
 
 __all__ = ["PositionalEncoding", "sinusoidal_table"]
 
@@ -39,7 +40,7 @@ class PositionalEncoding(nn.Module):
         super().__init__()
         self.num_hiddens = positive_int("num_hiddens", num_hiddens)
         self.max_len = positive_int("max_len", max_len)
-        self.dropout = nn.Dropout(probability("dropout", dropout))
+        self.dropout = Dropout(probability("dropout", dropout))
         self.register_buffer("P", sinusoidal_table(max_len, num_hiddens).unsqueeze(0), False)
 
     def forward(self, X: Tensor, offset: int = 0) -> Tensor:  # X: (B, T, D)

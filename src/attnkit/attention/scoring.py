@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit._validate import positive_int, probability
+from attnkit.attention.dropout import Dropout, dropout
 from attnkit.attention.masking import as_mask, masked_softmax
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "scaled_dot_product"]
@@ -60,7 +61,9 @@ def scaled_dot_product(
         output (..., Q, Dv) and weights (..., Q, K) or None. Rows with no key to
         attend give zero weights and a zero output on every path.
     """
-    if not need_weights:
+    # on CPU, dropout forces SDPA's unfused math path anyway, and its Bernoulli draws cost
+    # more than the whole explicit path with attnkit's dropout (attention/dropout.py)
+    if not need_weights and not (dropout_p > 0 and q.device.type == "cpu"):
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
         if mask is not None and out.device.type != "cpu":
             # CPU kernels already return 0 for empty rows; make sure other backends agree.
@@ -68,8 +71,8 @@ def scaled_dot_product(
         return out, None
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., Q, K)
     weights = masked_softmax(scores, mask)
-    dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
-    return dropped @ v, weights
+    dropped = dropout(weights, dropout_p) if dropout_p > 0 else weights
+    return dropped @ v, (weights if need_weights else None)
 
 
 class DotProductAttention(nn.Module):
@@ -122,7 +125,7 @@ class AdditiveAttention(nn.Module):
         self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
-        self.dropout = nn.Dropout(probability("dropout", dropout))
+        self.dropout = Dropout(probability("dropout", dropout))
         self.attention_weights: Tensor | None = None
 
     def forward(

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from attnkit.attention.dropout import Dropout
 from attnkit.attention.masking import causal_mask, check_valid_lens
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import PositionalEncoding
@@ -111,7 +112,7 @@ class AddNorm(nn.Module):
 
     def __init__(self, normalized_shape, dropout: float, pre_norm: bool = False) -> None:
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.ln = nn.LayerNorm(normalized_shape)
         self.pre_norm = pre_norm
 
