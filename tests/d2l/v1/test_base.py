@@ -158,3 +158,21 @@ def test_devices():
     assert d2l.try_gpu(10_000) == torch.device("cpu")
     assert d2l.num_gpus() == torch.cuda.device_count()
     assert len(d2l.try_all_gpus()) == d2l.num_gpus()
+
+
+def test_a_replaced_fit_epoch_runs_as_the_notebook_wrote_it():
+    class MyTrainer(d2l.Trainer):
+        pass
+
+    calls = []
+
+    @d2l.add_to_class(MyTrainer)
+    def fit_epoch(self):
+        calls.append(self.epoch)
+        d2l.Trainer.fit_epoch(self)
+
+    torch.manual_seed(0)
+    data = SyntheticRegressionData(w=torch.tensor([2, -3.4]), b=4.2, num_train=64, num_val=32)
+    trainer = MyTrainer(max_epochs=2, gradient_clip_val=1)
+    trainer.fit(LinearRegression(lr=0.03), data)
+    assert calls == [0, 1] and trainer.train_batch_idx == 4 and not hasattr(trainer, "engine")

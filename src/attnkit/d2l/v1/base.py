@@ -304,6 +304,12 @@ class Trainer(HyperParameters):
         self.val_batch_idx = 0
         if self.max_epochs == 0:
             return None
+        if (type(self).fit_epoch, type(self).clip_gradients) != _BOOK_STEP:
+            # a notebook replaced them (``@add_to_class(Trainer)``, a subclass): its loop runs
+            for epoch in range(self.max_epochs):
+                self.epoch = epoch
+                self.fit_epoch()
+            return None
         clip = float(self.gradient_clip_val) if self.gradient_clip_val > 0 else None
         device = str(self.gpus[0]) if self.gpus else "cpu"
         config = EngineConfig(
@@ -314,6 +320,27 @@ class Trainer(HyperParameters):
         self.engine.fit()
         self.epoch = self.max_epochs - 1  # as the book's `for self.epoch in range(...)`
         return None
+
+    def fit_epoch(self):
+        """One epoch of the book's loop, step by step (``fit`` runs the engine instead,
+        unless ``fit_epoch`` or ``clip_gradients`` were replaced)."""
+        self.model.train()
+        for batch in self.train_dataloader:
+            loss = self.model.training_step(self.prepare_batch(batch))
+            self.optim.zero_grad()
+            with torch.no_grad():
+                loss.backward()
+                if self.gradient_clip_val > 0:
+                    self.clip_gradients(self.gradient_clip_val, self.model)
+                self.optim.step()
+            self.train_batch_idx += 1
+        if self.val_dataloader is None:
+            return
+        self.model.eval()
+        for batch in self.val_dataloader:
+            with torch.no_grad():
+                self.model.validation_step(self.prepare_batch(batch))
+            self.val_batch_idx += 1
 
     def prepare_batch(self, batch):
         if self.gpus:
@@ -327,6 +354,9 @@ class Trainer(HyperParameters):
         if norm > grad_clip_val:
             for param in params:
                 param.grad[:] *= grad_clip_val / norm
+
+
+_BOOK_STEP = (Trainer.fit_epoch, Trainer.clip_gradients)  # what the engine's step stands for
 
 
 class Classifier(Module):
