@@ -26,6 +26,8 @@ under a private module name, with the benchmark-only stub modules of
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import math
 import os
 import re
@@ -172,7 +174,8 @@ def section(d2l, max_epochs, decoder_cls):
                         lr=0.001)
     trainer = d2l.Trainer(max_epochs=max_epochs, gradient_clip_val=1, num_gpus=1)
     start = time.perf_counter()
-    trainer.fit(model, data)
+    with contextlib.redirect_stdout(io.StringIO()):  # the book's board prints its figure
+        trainer.fit(model, data)
     seconds = time.perf_counter() - start
 
     engs = ['go .', 'i lost .', 'he\'s calm .', 'i\'m home .']

@@ -451,3 +451,72 @@ def test_rnn_scratch_models_and_lm_predict():
     assert outs[0].shape == (2, 8)
     with pytest.raises(AssertionError, match="list's length 3 != expected length 2"):
         d2l.check_len([1, 2, 3], 2)
+
+
+class NotebookDecoderBlock(nn.Module):  # the Transformer notebook's block, on attnkit's bases
+    def __init__(self, num_hiddens, ffn_num_hiddens, num_heads, dropout, i):
+        super().__init__()
+        self.i = i
+        self.attention1 = d2l.MultiHeadAttention(num_hiddens, num_heads, dropout)
+        self.addnorm1 = d2l.AddNorm(num_hiddens, dropout)
+        self.attention2 = d2l.MultiHeadAttention(num_hiddens, num_heads, dropout)
+        self.addnorm2 = d2l.AddNorm(num_hiddens, dropout)
+        self.ffn = d2l.PositionWiseFFN(ffn_num_hiddens, num_hiddens)
+        self.addnorm3 = d2l.AddNorm(num_hiddens, dropout)
+
+    def forward(self, X, state):
+        enc_outputs, enc_valid_lens = state[0], state[1]
+        cached = state[2][self.i]
+        key_values = X if cached is None else torch.cat((cached, X), dim=1)
+        state[2][self.i] = key_values
+        if self.training:
+            batch_size, num_steps, _ = X.shape
+            dec_valid_lens = torch.arange(1, num_steps + 1).repeat(batch_size, 1)
+        else:
+            dec_valid_lens = None
+        Y = self.addnorm1(X, self.attention1(X, key_values, key_values, dec_valid_lens))
+        Z = self.addnorm2(Y, self.attention2(Y, enc_outputs, enc_outputs, enc_valid_lens))
+        return self.addnorm3(Z, self.ffn(Z)), state
+
+
+class NotebookTransformerDecoder(d2l.AttentionDecoder):
+    def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout):
+        super().__init__()
+        self.num_hiddens, self.num_blks = num_hiddens, num_blks
+        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.pos_encoding = d2l.PositionalEncoding(num_hiddens, dropout)
+        self.blks = nn.Sequential()
+        for i in range(num_blks):
+            self.blks.add_module("block" + str(i), NotebookDecoderBlock(
+                num_hiddens, ffn_num_hiddens, num_heads, dropout, i))  # fmt: skip
+        self.dense = nn.LazyLinear(vocab_size)
+
+    def init_state(self, enc_outputs, enc_valid_lens):
+        return [enc_outputs, enc_valid_lens, [None] * self.num_blks]
+
+    def forward(self, X, state):
+        X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))
+        self._attention_weights = [[None] * len(self.blks) for _ in range(2)]
+        for i, blk in enumerate(self.blks):
+            X, state = blk(X, state)
+            self._attention_weights[0][i] = blk.attention1.attention.attention_weights
+            self._attention_weights[1][i] = blk.attention2.attention.attention_weights
+        return self.dense(X), state
+
+    @property
+    def attention_weights(self):
+        return self._attention_weights
+
+
+def test_notebook_transformer_decoder_on_the_bases_equals_the_shipped_one():
+    model, X, Y, lens = _transformer(torch.float64)
+    notebook = NotebookTransformerDecoder(12, 8, 16, 2, 2, 0.0).double()
+    with torch.no_grad():
+        enc = model.encoder(X, lens)
+        notebook(Y, notebook.init_state(enc, lens))  # materialise, then load 1.0.3's keys
+        notebook.load_state_dict(model.decoder.state_dict())
+        shipped = model.decoder(Y, model.decoder.init_state(enc, lens))[0]
+        torch.testing.assert_close(notebook(Y, notebook.init_state(enc, lens))[0], shipped)
+        trained = d2l.Seq2Seq(model.encoder, notebook, tgt_pad=0, lr=0.1)
+        preds, weights = trained.eval().predict_step((X, Y, lens, Y), "cpu", 3, True)
+    assert preds.shape == (3, 3) and weights[1][0][0].shape == (6, 1, 2)
