@@ -170,7 +170,11 @@ def kernels(*, small: bool = False, seed: int = 0) -> TopicResult:
         "roughness_fixed": rough(y_fixed),
         "roughness_learned": rough(y_param),
     }
-    best = {k: widths[min(range(len(widths)), key=v.__getitem__)] for k, v in mse.items()}
+    best = {
+        k: widths[min(range(len(widths)), key=v.__getitem__)]
+        for k, v in mse.items()
+        if k != "constant"
+    }
     finding = (
         "Test MSE at widths "
         + "/".join(str(w) for w in widths)

@@ -180,7 +180,7 @@ def bptt(*, small: bool = False, seed: int = 0) -> TopicResult:
         + ", ".join(f"{s:.3f}" for s in slopes.values())
         + " = log ρ: vanishing, stable, exploding). Gradient error against full BPTT (30 steps): "
         + ", ".join(f"{k} {e:.3f}" for k, e in rel.items())
-        + f": truncation is biased but exact enough for k of a few steps; randomized truncation "
+        + f": truncation is biased, less so as k grows; randomized truncation "
         f"(π = {pi}) is unbiased on average over {draws} draws but one draw is noisy. Character "
         f"GRU, {epochs} epochs: perplexity sequential {ppl['sequential'][-1]:.2f}, random "
         f"{ppl['random'][-1]:.2f}."

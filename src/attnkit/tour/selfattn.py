@@ -139,9 +139,15 @@ def multihead(*, small: bool = False, seed: int = 0) -> TopicResult:
     model, data, _ = trained_transformer(small=small, seed=seed)
     sentences = [" ".join(src) for src, _ in data.train[:8]] if hasattr(data, "train") else []
     ents, dists, first = [], [], None
+    offsets = torch.arange(-3, 4)
+    offset_mass = torch.zeros(0)
     for s in sentences:
         maps = attention_maps(model, data, s)
         w = maps.encoder_self  # (L, H, S, S)
+        S = w.shape[-1]
+        rel = torch.arange(S)[None, :] - torch.arange(S)[:, None]  # key j - query i
+        mass = torch.stack([(w * (rel == o)).sum((-2, -1)) / S for o in offsets], -1)
+        offset_mass = mass if offset_mass.numel() == 0 else offset_mass + mass  # (L, H, 7)
         first = maps if first is None else first
         ents.append(head_entropy(w))  # (H,)
         H = w.shape[1]
@@ -149,6 +155,10 @@ def multihead(*, small: bool = False, seed: int = 0) -> TopicResult:
                 for a in range(H) for b in range(a + 1, H)]  # fmt: skip
         dists.append(sum(pair) / len(pair))
     entropy = torch.stack(ents).mean(0)
+    offset_mass = offset_mass / len(sentences)
+    # the relative position each head of layer 1 weights most: j - i
+    favourite = [int(offsets[offset_mass[0, h].argmax()]) for h in range(offset_mass.shape[1])]
+    favourite_mass = [float(offset_mass[0, h].max()) for h in range(offset_mass.shape[1])]
     tv = sum(dists) / len(dists)  # mean total-variation distance between two heads' rows
     w = first.encoder_self
     fig = show_heatmaps(w, "keys", "queries", titles=[f"head {i + 1}" for i in range(w.shape[1])],
@@ -177,6 +187,8 @@ def multihead(*, small: bool = False, seed: int = 0) -> TopicResult:
     values = {
         "head_entropy": entropy.tolist(),
         "head_distance": tv,
+        "layer1_favourite_offset": favourite,
+        "layer1_favourite_mass": favourite_mass,
         "additive_output_shape": tuple(out.shape),
         "additive_head_distance": add_tv,
         "params": params,
@@ -184,8 +196,10 @@ def multihead(*, small: bool = False, seed: int = 0) -> TopicResult:
     finding = (
         f"Encoder self-attention of a trained Transformer ({len(sentences)} sentences): mean "
         f"entropy per head {', '.join(f'{e:.2f}' for e in entropy.tolist())} nats; two heads' "
-        f"rows differ by {tv:.2f} in total variation on average (0 = same, 1 = disjoint): the "
-        f"heads attend to different things. Additive heads work the same way (output "
+        f"rows differ by {tv:.2f} in total variation on average (0 = same, 1 = disjoint); in "
+        f"layer 1 the heads weight most the relative positions (key - query) "
+        + ", ".join(f"{o:+d} ({m:.2f})" for o, m in zip(favourite, favourite_mass))
+        + f": the heads attend to different things. Additive heads work the same way (output "
         f"{tuple(out.shape)}, heads 1-2 differ by {add_tv:.2f}). Parameters: "
         + "; ".join(f"{k}: {v}" for k, v in params.items())
         + ": splitting d into h heads costs no more than one wide head."
