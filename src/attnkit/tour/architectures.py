@@ -20,6 +20,8 @@ __all__ = ["architectures", "graph_depth", "norms", "path_length"]
 
 def graph_depth(t: Tensor) -> int:
     """The longest chain of autograd nodes behind ``t``: its sequential operations."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"t must be a torch.Tensor, got {type(t).__name__}")
     depth: dict = {}
 
     def visit(fn) -> int:
@@ -55,8 +57,13 @@ def path_length(kind: str, n: int, d: int = 4, k: int = 3) -> int:
     depends on every input j it may see (j <= i for the RNN), measured from gradients."""
     if kind not in ("cnn", "rnn", "self-attention"):
         raise ValueError(f"kind must be 'cnn', 'rnn' or 'self-attention', got {kind!r}")
-    if n < 2:
-        raise ValueError(f"n must be >= 2, got {n}")
+    for name, v, lo in (("n", n, 2), ("d", d, 1), ("k", k, 1)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{name} must be an int, got {v!r}")
+        if v < lo:
+            raise ValueError(f"{name} must be >= {lo}, got {v}")
+    if kind == "cnn" and k % 2 == 0:
+        raise ValueError(f"k must be odd (a centred kernel), got {k}")
     torch.manual_seed(0)
     X = torch.randn(1, n, d)
     want = torch.ones(n, n, dtype=torch.bool)

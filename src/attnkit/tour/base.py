@@ -12,7 +12,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-__all__ = ["TopicResult", "check_args", "close_figures", "timed", "topic"]
+__all__ = ["TopicResult", "check_args", "check_tensor", "close_figures", "timed", "topic"]
 
 
 @dataclass
@@ -46,6 +46,21 @@ def close_figures(figures: dict[str, Figure]) -> None:
 
     for fig in figures.values():
         plt.close(fig)
+
+
+def check_tensor(name: str, t: object, dims: int | tuple[int, ...] | None = None) -> None:
+    """TypeError unless ``t`` is a floating-point tensor; ValueError unless it has ``dims``."""
+    import torch
+
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+        raise TypeError(
+            f"{name} must be a floating-point tensor, got {getattr(t, 'dtype', type(t))}"
+        )
+    allowed = (dims,) if isinstance(dims, int) else dims
+    if allowed is not None and t.dim() not in allowed:
+        raise ValueError(
+            f"{name} must have {' or '.join(map(str, allowed))} dims, got shape {tuple(t.shape)}"
+        )
 
 
 def check_args(small: object, seed: object) -> None:

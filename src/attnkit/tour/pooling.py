@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from attnkit.tour.base import TopicResult, check_args, topic
+from attnkit.tour.base import TopicResult, check_args, check_tensor, topic
 
 __all__ = ["KERNELS", "cues", "kernel_weights", "kernels", "nw_predict"]
 
@@ -70,10 +70,12 @@ def kernel_weights(kernel: str, queries: Tensor, keys: Tensor, width: float) -> 
     key inside a compact kernel's support gets all-zero weights (prediction 0)."""
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
+    if isinstance(width, bool) or not isinstance(width, int | float):
+        raise TypeError(f"width must be a number, got {width!r}")
     if not width > 0:
         raise ValueError(f"width must be > 0, got {width!r}")
-    if queries.dim() != 1 or keys.dim() != 1:
-        raise ValueError("queries and keys must be 1-D")
+    check_tensor("queries", queries, 1)
+    check_tensor("keys", keys, 1)
     k = KERNELS[kernel]((queries[:, None] - keys[None, :]) / width)
     total = k.sum(1, keepdim=True)
     return torch.where(total > 0, k / total.clamp_min(1e-30), torch.zeros_like(k))
@@ -81,6 +83,12 @@ def kernel_weights(kernel: str, queries: Tensor, keys: Tensor, width: float) -> 
 
 def nw_predict(kernel: str, x: Tensor, x_train: Tensor, y_train: Tensor, width: float) -> Tensor:
     """The non-parametric estimate f(x) = sum_i w_i(x) y_i."""
+    check_tensor("y_train", y_train, 1)
+    if isinstance(x_train, torch.Tensor) and y_train.shape != x_train.shape:
+        raise ValueError(
+            f"x_train and y_train must have the same shape, got {tuple(x_train.shape)} "
+            f"and {tuple(y_train.shape)}"
+        )
     return kernel_weights(kernel, x, x_train, width) @ y_train
 
 

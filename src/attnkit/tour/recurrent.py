@@ -8,7 +8,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from attnkit.tour.base import TopicResult, check_args, topic
+from attnkit.tour.base import TopicResult, check_args, check_tensor, topic
 
 __all__ = ["autoregressive", "bptt", "gates", "randomized_grad"]
 
@@ -102,6 +102,16 @@ def randomized_grad(
     """
     if not 0 < pi <= 1:
         raise ValueError(f"pi must be in (0, 1], got {pi}")
+    check_tensor("W", W, 2)
+    check_tensor("X", X, 2)
+    if W.shape[0] != W.shape[1] or X.shape[1] != W.shape[0]:
+        raise ValueError(
+            f"W must be (d, d) and X (T, d), got {tuple(W.shape)} and {tuple(X.shape)}"
+        )
+    if keep is not None and tuple(keep.shape) != (X.shape[0],):
+        raise ValueError(f"keep must have shape (T,) = ({X.shape[0]},), got {tuple(keep.shape)}")
+    if truncate is not None and not 1 <= truncate <= X.shape[0]:
+        raise ValueError(f"truncate must be in [1, T = {X.shape[0]}], got {truncate}")
     W = W.detach().clone().requires_grad_(True)
     T = X.shape[0]
     h = torch.zeros(W.shape[0])

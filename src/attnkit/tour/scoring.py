@@ -12,13 +12,18 @@ import math
 
 import torch
 
-from attnkit.tour.base import TopicResult, check_args, topic
+from attnkit.tour.base import TopicResult, check_args, check_tensor, topic
 
 __all__ = ["scaling", "scoring", "softmax_jacobian_norm", "vector_sum_weights"]
 
 
 def vector_sum_weights(w, queries, keys):
     """Weights of the score a(q, k) = wᵀ(q + k): (B, Q, D), (B, K, D), w (D,) -> (B, Q, K)."""
+    check_tensor("w", w, 1)
+    check_tensor("queries", queries, 3)
+    check_tensor("keys", keys, 3)
+    if queries.shape[0] != keys.shape[0]:
+        raise ValueError("queries and keys must share the batch size")
     if queries.shape[-1] != keys.shape[-1] or w.shape != (queries.shape[-1],):
         raise ValueError("queries, keys and w must share the width D")
     scores = (queries @ w).unsqueeze(-1) + (keys @ w).unsqueeze(-2)  # wᵀq + wᵀk
@@ -97,6 +102,9 @@ def scoring(*, small: bool = False, seed: int = 0) -> TopicResult:
 
 def softmax_jacobian_norm(scores):
     """Frobenius norm of d softmax / d scores per row: ||diag(p) - p pᵀ||, (..., K) -> (...)."""
+    check_tensor("scores", scores)
+    if scores.dim() < 1:
+        raise ValueError("scores must have at least 1 dim (..., K)")
     p = torch.softmax(scores, dim=-1)
     J = torch.diag_embed(p) - p.unsqueeze(-1) * p.unsqueeze(-2)
     return J.flatten(-2).norm(dim=-1)

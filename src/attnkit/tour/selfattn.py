@@ -13,7 +13,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from attnkit.tour.base import TopicResult, check_args, topic
+from attnkit.tour.base import TopicResult, check_args, check_tensor, topic
 
 __all__ = ["AdditiveMultiHead", "head_entropy", "matrix_form", "multihead", "self_attention"]
 
@@ -23,6 +23,15 @@ def matrix_form(inputs: Tensor, Wq: Tensor, Wk: Tensor, Wv: Tensor, scale: float
 
     A[j, i] = k_j · q_i * scale; each column of A' (one query) is a softmax over keys.
     """
+    for name, t in (("inputs", inputs), ("Wq", Wq), ("Wk", Wk), ("Wv", Wv)):
+        check_tensor(name, t, 2)
+    if not (Wq.shape[1] == Wk.shape[1] == Wv.shape[1] == inputs.shape[0]):
+        raise ValueError(
+            f"Wq, Wk and Wv must all have {inputs.shape[0]} columns (the input width d), got "
+            f"{tuple(Wq.shape)}, {tuple(Wk.shape)}, {tuple(Wv.shape)}"
+        )
+    if Wq.shape[0] != Wk.shape[0]:
+        raise ValueError("Wq and Wk must have the same number of rows (queries and keys)")
     if inputs.dim() != 2:
         raise ValueError(
             f"inputs must be (d, n) with one input per column, got {tuple(inputs.shape)}"
@@ -123,6 +132,9 @@ class AdditiveMultiHead(nn.Module):
 
 def head_entropy(weights: Tensor, eps: float = 1e-12) -> Tensor:
     """Mean entropy (nats) of each head's rows: (..., H, Q, K) -> (H,)."""
+    check_tensor("weights", weights)
+    if weights.dim() < 3:
+        raise ValueError(f"weights must be (..., H, Q, K), got shape {tuple(weights.shape)}")
     ent = -(weights * (weights + eps).log()).sum(-1)  # (..., H, Q)
     return ent.transpose(0, -2).reshape(weights.shape[-3], -1).mean(-1)
 

@@ -41,6 +41,8 @@ def train_translator(
     from attnkit.models.registry import build_model
     from attnkit.training.translation import TrainConfig, Trainer
 
+    if isinstance(epochs, bool) or not isinstance(epochs, int):
+        raise TypeError(f"epochs must be an int, got {epochs!r}")
     if epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {epochs}")
     torch.manual_seed(seed)

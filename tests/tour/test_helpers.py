@@ -1,0 +1,110 @@
+"""The tour's reusable helpers: their results and their argument errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attnkit.tour.architectures import graph_depth, path_length
+from attnkit.tour.base import TopicResult, timed
+from attnkit.tour.pooling import kernel_weights, nw_predict
+from attnkit.tour.positions import offset_matrix
+from attnkit.tour.recurrent import randomized_grad
+from attnkit.tour.scoring import softmax_jacobian_norm, vector_sum_weights
+from attnkit.tour.selfattn import AdditiveMultiHead, head_entropy, matrix_form
+
+
+def test_kernels_and_estimator():
+    x = torch.tensor([0.0, 1.0, 2.0])
+    w = kernel_weights("boxcar", torch.tensor([0.0, 10.0]), x, 1.0)
+    assert w[0].tolist() == pytest.approx([0.5, 0.5, 0.0]) and w[1].sum() == 0  # empty window
+    assert torch.allclose(kernel_weights("constant", x, x, 0.1), torch.full((3, 3), 1 / 3))
+    assert nw_predict("gaussian", x, x, torch.ones(3), 0.5).tolist() == pytest.approx([1.0] * 3)
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        kernel_weights("cosine", x, x, 1.0)
+    with pytest.raises(ValueError, match="width must be > 0"):
+        kernel_weights("gaussian", x, x, 0.0)
+    with pytest.raises(TypeError, match="queries must be a floating-point tensor"):
+        kernel_weights("gaussian", [0.0], x, 1.0)
+    with pytest.raises(ValueError, match="same shape"):
+        nw_predict("gaussian", x, x, torch.ones(2), 1.0)
+
+
+def test_scoring_helpers():
+    w = torch.randn(3)
+    q, k = torch.randn(1, 4, 3), torch.randn(1, 5, 3)
+    vs = vector_sum_weights(w, q, k)
+    assert torch.allclose(vs, vs[:, :1].expand_as(vs), atol=1e-6)
+    assert softmax_jacobian_norm(torch.zeros(2)).item() == pytest.approx(math.sqrt(2 * 0.25**2 * 2))
+    with pytest.raises(ValueError, match="share the width"):
+        vector_sum_weights(torch.randn(2), q, k)
+    with pytest.raises(TypeError, match="scores must be a floating-point tensor"):
+        softmax_jacobian_norm(torch.zeros(2, dtype=torch.long))
+
+
+def test_matrix_form_and_heads():
+    inputs = torch.randn(4, 3)
+    eye = torch.eye(4)
+    steps = matrix_form(inputs, eye, eye, eye)
+    assert torch.allclose(steps["A'"].sum(0), torch.ones(3))  # columns are distributions
+    assert torch.allclose(steps["O"], inputs @ steps["A'"])
+    with pytest.raises(ValueError, match="columns"):
+        matrix_form(inputs, torch.eye(3), eye, eye)
+    ent = head_entropy(torch.full((2, 3, 4), 0.25))
+    assert ent.tolist() == pytest.approx([math.log(4)] * 2, abs=1e-5)
+    with pytest.raises(ValueError, match=r"\(\.\.\., H, Q, K\)"):
+        head_entropy(torch.rand(3, 4))
+    heads = AdditiveMultiHead(8, 2)
+    X = torch.randn(2, 5, 8)
+    assert heads(X, X, X).shape == (2, 5, 8) and heads.attention_weights.shape == (2, 2, 5, 5)
+    with pytest.raises(ValueError, match="divisible"):
+        AdditiveMultiHead(8, 3)
+
+
+def test_offset_matrix_is_a_rotation():
+    M = offset_matrix(3, 8)
+    assert torch.allclose(M @ M.T, torch.eye(8, dtype=torch.float64), atol=1e-12)
+    assert torch.allclose(offset_matrix(2, 8) @ offset_matrix(1, 8), M, atol=1e-12)  # δ adds
+    with pytest.raises(ValueError, match="even"):
+        offset_matrix(1, 7)
+    with pytest.raises(TypeError, match="delta must be an int"):
+        offset_matrix(1.5, 8)
+
+
+def test_path_length_and_graph_depth():
+    assert path_length("self-attention", 4) == 1
+    assert path_length("rnn", 4) == 4
+    assert path_length("cnn", 5, k=3) == 4
+    with pytest.raises(ValueError, match="kind must be"):
+        path_length("lstm", 4)
+    with pytest.raises(ValueError, match="n must be >= 2"):
+        path_length("rnn", 1)
+    with pytest.raises(ValueError, match="k must be odd"):
+        path_length("cnn", 4, k=4)
+    x = torch.ones(2, requires_grad=True)
+    assert graph_depth(x.exp().exp().sum()) == 4  # exp, exp, sum, and the leaf's accumulator
+    with pytest.raises(TypeError, match=r"torch\.Tensor"):
+        graph_depth([1.0])
+
+
+def test_randomized_truncation_helpers():
+    W, X = torch.eye(3) * 0.5, torch.randn(6, 3)
+    full = randomized_grad(W, X)
+    assert torch.allclose(randomized_grad(W, X, keep=torch.ones(6, dtype=torch.bool)), full)
+    assert torch.allclose(randomized_grad(W, X, truncate=6), full)
+    with pytest.raises(ValueError, match=r"pi must be in \(0, 1\]"):
+        randomized_grad(W, X, pi=0.0)
+    with pytest.raises(ValueError, match="truncate must be in"):
+        randomized_grad(W, X, truncate=7)
+    with pytest.raises(ValueError, match=r"W must be \(d, d\)"):
+        randomized_grad(torch.ones(3, 2), X)
+
+
+def test_timed_and_result_save(tmp_path):
+    assert timed(lambda: None, repeat=2) >= 0
+    with pytest.raises(ValueError, match="repeat must be >= 1"):
+        timed(lambda: None, repeat=0)
+    r = TopicResult("demo", "a finding", {}, {})
+    assert r.save(tmp_path) == []
