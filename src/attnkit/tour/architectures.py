@@ -149,6 +149,10 @@ def architectures(*, small: bool = False, seed: int = 0) -> TopicResult:
         name: math.log(ts[-1] / ts[-2]) / math.log(lengths[-1] / lengths[-2])
         for name, ts in times.items()
     }
+    slopes_d = {
+        name: math.log(ts[-1] / ts[-2]) / math.log(widths[-1] / widths[-2])
+        for name, ts in times_d.items()
+    }
     # the first n from which self-attention stays slower than the RNN
     slower = [a > r for a, r in zip(times["self-attention"], times["rnn"])]
     crossover = next((n for i, n in enumerate(lengths) if all(slower[i:])), None)
@@ -182,6 +186,7 @@ def architectures(*, small: bool = False, seed: int = 0) -> TopicResult:
         "theoretical_crossover_n": d,
         "measured_crossover_n": crossover,
         "slopes": slopes,
+        "slopes_by_width": slopes_d,
         "sequential_ops": seq_ops,
         "path_n": n_path,
         "path_length": paths,
@@ -191,6 +196,10 @@ def architectures(*, small: bool = False, seed: int = 0) -> TopicResult:
         + "; ".join(f"{m} " + "/".join(f"{t * 1e3:.2f}ms" for t in ts) for m, ts in times.items())
         + "; growth exponent in n between the two largest n: "
         + ", ".join(f"{m} {e:.2f}" for m, e in slopes.items())
+        + f"; in d (n = {n_fixed}): "
+        + ", ".join(f"{m} {e:.2f}" for m, e in slopes_d.items())
+        + " (the self-attention layer includes its four n d² projections, which dominate "
+        "when d > n)"
         + f". Theory: k n d² = {k}n·{d}², n d², n² d: self-attention's n² d passes the RNN's "
         + (
             f"n d² at n = d = {d}; measured, self-attention stays slower than the RNN from n = "
