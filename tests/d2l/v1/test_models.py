@@ -193,7 +193,7 @@ def ref_decoder(sd, X, enc, lens, D, H, n):
 def _transformer(dtype=torch.float64):
     torch.manual_seed(1)
     X, Y = torch.randint(0, 10, (3, 6)), torch.randint(0, 12, (3, 5))
-    lens = torch.tensor([6, 2, 4])
+    lens = torch.tensor([5, 2, 4])  # the longest is 5 < 6: training trims the source to 5
     enc = d2l.TransformerEncoder(10, 8, 16, 2, 2, 0.0)
     dec = d2l.TransformerDecoder(12, 8, 16, 2, 2, 0.0)
     model = d2l.Seq2Seq(enc, dec, tgt_pad=0, lr=0.1)
@@ -211,7 +211,11 @@ def test_transformer_equals_the_books_math_in_float64(training):
     enc_ref, w_ref = ref_encoder(enc_sd, X, lens, 8, 2, 2)
     with torch.no_grad():
         torch.testing.assert_close(model.encoder(X, lens), enc_ref)
-        out = model(X, Y, lens)  # training mode: the source is trimmed to its longest (6 here)
+        seen = []
+        hook = model.encoder.register_forward_hook(lambda m, args, out: seen.append(args[0].shape))
+        out = model(X, Y, lens)  # training mode: the source is trimmed to its longest (5)
+        hook.remove()
+    assert seen == [(3, 5) if training else (3, 6)]
     torch.testing.assert_close(out, ref_decoder(dec_sd, Y, enc_ref, lens, 8, 2, 2))
     if not training:  # eval keeps the weights, (B*H, T, T) as the book's
         for ours, ref in zip(model.encoder.attention_weights, w_ref):

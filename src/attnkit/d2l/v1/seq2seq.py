@@ -202,8 +202,8 @@ class EncoderDecoder(Classifier):
             and args[0].dim() == 1
             and isinstance(enc_X, torch.Tensor)
             and enc_X.dim() == 2
-            and type(enc).forward is getattr(enc, "_pad_safe_forward", None)
-            and type(dec).forward is getattr(dec, "_pad_safe_forward", None)
+            and type(enc).forward is getattr(type(enc), "_pad_safe_forward", None)
+            and type(dec).forward is getattr(type(dec), "_pad_safe_forward", None)
         ):
             return enc_X
         longest = int(args[0].max()) if args[0].numel() else 0
