@@ -5,6 +5,8 @@
     attnkit translate eval --checkpoint runs/bahdanau              # test BLEU + chrF
     attnkit translate run --checkpoint runs/bahdanau "i lost ." --heatmap align.png
 
+``eval`` and ``run`` live in :mod:`attnkit.cli.translate_infer`; this module parses all
+three verbs and trains.
 Architectures come from the model registry (``attnkit.models.registry``): every field
 of every registered arch's config dataclass becomes a flag (``--num-hiddens 64``; a name
 that clashes with another flag gets a ``--model-`` prefix, e.g. ``--model-max-len``), and
@@ -16,14 +18,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import sys
 import typing
 from pathlib import Path
 from typing import Any
 
-__all__ = ["register", "run_eval", "run_run", "run_train"]
+from attnkit.cli.translate_infer import check_device, run_eval, run_run
+
+__all__ = ["register", "run_train"]
 
 # flag name -> (attribute in TrainConfig, type, help)
 _TRAIN_FLAGS: dict[str, tuple[str, Any, str]] = {
@@ -196,7 +199,7 @@ def run_train(args: argparse.Namespace) -> int:
     from attnkit.training.translation import TrainConfig, Trainer
 
     if args.device is not None:
-        _check_device(args.device)
+        check_device(args.device)
     _, world, _ = distributed.world_from_env()
     if args.nproc is not None and args.nproc < 1:
         raise ValueError(f"--nproc must be a positive int, got {args.nproc}")
@@ -314,211 +317,3 @@ def _fit(trainer, previous, out: Path, config, say) -> int:
     )
     say(f"saved {out}: epoch {trainer.epoch}, {val}")
     return 0
-
-
-# ----------------------------------------------------------------------------- eval
-
-
-def run_eval(args: argparse.Namespace) -> int:
-    import torch
-
-    from attnkit.data.translation import load_translation_data
-    from attnkit.decoding import translate
-    from attnkit.metrics import corpus_bleu, corpus_chrf
-    from attnkit.training.checkpoint import load_model
-
-    if args.limit is not None and args.limit < 1:
-        raise ValueError(f"--limit must be at least 1 (sentences to score), got {args.limit}")
-    if args.examples < 0:
-        raise ValueError(f"--examples must be 0 or more, got {args.examples}")
-    _check_device(args.device)
-    model, cfg = load_model(args.checkpoint, args.device)
-    data_args = dict(cfg.get("data_args") or {})
-    if args.data is not None:
-        data_args["data"] = args.data
-    data = load_translation_data(**data_args)
-    if json.loads(json.dumps(data.to_dict())) != cfg["data"]:
-        raise ValueError(
-            f"the data ({data_args.get('data') or 'generated'}) does not give the vocabularies "
-            f"of checkpoint {args.checkpoint}; pass the file it was trained on with --data"
-        )
-    pairs = data.split(args.split)
-    if args.limit is not None:
-        pairs = pairs[: args.limit]
-    if not pairs:
-        raise ValueError(f"the {args.split} split is empty")
-    with torch.inference_mode():
-        sentences = [" ".join(s) for s, _ in pairs]
-        hyps, _ = translate(model, data, sentences, max_len=_decode_steps(data, cfg, None))
-    refs = [" ".join(t) for _, t in pairs]
-    bleu, chrf = corpus_bleu(hyps, refs), corpus_chrf(hyps, refs)
-    for (src, _), hyp, ref in list(zip(pairs, hyps, refs))[: args.examples]:
-        print(f"{' '.join(src)} => {hyp}   (reference: {ref})")
-    print(
-        f"{args.split} BLEU {bleu:.2f}, chrF {chrf:.2f} on {len(pairs)} sentences "
-        f"(arch {cfg['arch']}, epoch {cfg.get('epoch')})"
-    )
-    return 0
-
-
-# ----------------------------------------------------------------------------- run
-
-
-def run_run(args: argparse.Namespace) -> int:
-    import torch
-
-    from attnkit.attention_maps import attention_maps, plot_attention_maps
-    from attnkit.data.translation import TranslationData
-    from attnkit.models.seq2seq import AttentionDecoder
-    from attnkit.training.checkpoint import load_model
-
-    if args.max_len is not None and args.max_len < 1:
-        raise ValueError(f"--max-len must be positive, got {args.max_len}")
-    if args.beam is not None and args.beam < 1:
-        raise ValueError(f"--beam must be at least 1, got {args.beam}")
-    if args.all_heads and args.heatmap is None:
-        raise ValueError("--all-heads needs --heatmap PNG")
-    heatmap = None if args.heatmap is None else _check_heatmap_path(args.heatmap)
-    _check_device(args.device)
-    model, cfg = load_model(args.checkpoint, args.device)
-    data = TranslationData.from_dict(cfg["data"])
-    if heatmap is not None and not isinstance(model.decoder, AttentionDecoder):
-        raise ValueError(f"arch {cfg['arch']!r} has no attention for --heatmap")
-    sentences = list(args.sentences)
-    _check_sentences(data, cfg, sentences, args.allow_unknown)
-    steps = _decode_steps(data, cfg, args.max_len)
-
-    device = next(model.parameters()).device
-    with torch.inference_mode():
-        best = _decode(model, data, sentences, steps, args.beam, args.length_penalty, device)
-    for ids, _ in best:
-        print(" ".join(data.tgt_vocab.to_tokens(ids)))
-    if heatmap is not None:
-        for i, (sentence, (ids, finished)) in enumerate(zip(sentences, best)):
-            target = heatmap if len(best) == 1 else heatmap.with_stem(f"{heatmap.stem}-{i}")
-            maps = attention_maps(model, data, sentence, tokens=ids, finished=finished)
-            plot_attention_maps(maps, target, all_heads=args.all_heads)
-            print(f"heatmap: {target}", file=sys.stderr)
-    return 0
-
-
-def _decode(
-    model, data, sentences, steps, beam, length_penalty, device
-) -> list[tuple[list[int], bool]]:
-    """Per sentence: the best translation's ids (``<eos>`` excluded) and whether it ended."""
-    from attnkit.beam_search import BeamSearch
-    from attnkit.decoding import greedy_decode
-
-    tgt = data.tgt_vocab
-    bos, eos = tgt["<bos>"], tgt["<eos>"]
-    src, src_len = data.encode_source(sentences)
-    src, src_len = src.to(device), src_len.to(device)
-    if beam is not None:
-        search = BeamSearch(beam, steps, bos, eos, length_penalty)
-        return [(list(h[0].tokens), h[0].finished) for h in search(model, src, src_len)]
-    res = greedy_decode(model, src, src_len, bos_id=bos, eos_id=eos, max_len=steps)
-    return list(zip(res.tokens, res.finished))
-
-
-def _short(sentence: str, limit: int = 60) -> str:
-    """``sentence`` cut to its first ``limit`` characters (+ "…"), for messages."""
-    return sentence if len(sentence) <= limit else sentence[:limit].rstrip() + "…"
-
-
-def _model_max_len(cfg: dict) -> int | None:
-    """The most positions the checkpoint's model can encode (its config's ``max_len``)."""
-    value = (cfg.get("model_config") or {}).get("max_len")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _check_sentences(data, cfg: dict, sentences: list[str], allow_unknown: bool) -> None:
-    """Empty, too long or (unless ``allow_unknown``) unknown words: a clear error."""
-    from attnkit.data.translation import preprocess_nmt
-
-    limit = data.max_len - 1  # words (punctuation included); <eos> is added
-    model_max = _model_max_len(cfg)
-    if model_max is not None:
-        limit = min(limit, model_max - 1)
-    unknown: dict[str, None] = {}
-    for sentence in sentences:
-        words = preprocess_nmt(sentence).split()
-        if not words:
-            raise ValueError(f"cannot translate an empty sentence: {sentence!r}")
-        if len(words) > limit:
-            raise ValueError(
-                f"sentence {_short(sentence)!r} has {len(words)} tokens + <eos>, more than "
-                f"max_len={limit + 1} of this model"
-            )
-        unknown.update((w, None) for w in words if w not in data.src_vocab)
-    if unknown and not allow_unknown:
-        raise ValueError(
-            f"unknown words (not in the model's {len(data.src_vocab)}-word English "
-            f"vocabulary): {', '.join(unknown)}; pass --allow-unknown to translate them "
-            "as <unk>"
-        )
-    if unknown:
-        print(f"note: unknown words translated as <unk>: {', '.join(unknown)}", file=sys.stderr)
-
-
-def _decode_steps(data, cfg: dict, max_len: int | None) -> int:
-    """Decoder steps (``<eos>`` included) for ``--max-len``, checked against the model.
-
-    A model with positional encodings (the Transformer) takes at most its config's
-    ``max_len`` decoder positions; the heatmap's teacher-forced pass adds ``<bos>`` to
-    the steps, so they stay one below it.
-    """
-    model_max = _model_max_len(cfg)
-    if max_len is None:
-        steps = data.max_len + 2
-        return steps if model_max is None else max(1, min(steps, model_max - 1))
-    steps = max_len + 1
-    if model_max is not None and steps > model_max - 1:
-        raise ValueError(
-            f"--max-len {max_len} is more than this model can produce: its config has "
-            f"max_len={model_max} positions, so --max-len can be at most {model_max - 2}"
-        )
-    return steps
-
-
-def _check_heatmap_path(text: str) -> Path:
-    """An image path that matplotlib can write into an existing folder, or a clear error."""
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    path = Path(text)
-    supported = FigureCanvasBase.get_supported_filetypes()
-    ext = path.suffix.lower().lstrip(".")
-    if ext not in supported:
-        got = f"extension {path.suffix!r}" if path.suffix else "no extension"
-        raise ValueError(
-            f"--heatmap {text}: {got}; use an image format matplotlib writes: "
-            + ", ".join(f".{e}" for e in sorted(supported))
-        )
-    folder = path.parent
-    if not folder.is_dir():
-        why = "is not a folder" if folder.exists() else "does not exist"
-        raise ValueError(f"--heatmap {text}: the folder {folder} {why}")
-    if path.is_dir():
-        raise ValueError(f"--heatmap {text} is a folder; give a file name such as align.png")
-    return path
-
-
-def _check_device(device: str) -> None:
-    """A clear error for a device string torch does not know or CUDA that is not there."""
-    import torch
-
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"--device {device!r} is not a device (cpu, cuda, cuda:0 ...)") from None
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise RuntimeError(
-                f"--device {device}: CUDA is not available on this machine "
-                "(torch.cuda.is_available() is False); use --device cpu"
-            )
-        count = torch.cuda.device_count()
-        if dev.index is not None and dev.index >= count:
-            raise RuntimeError(
-                f"--device {device}: this machine has {count} CUDA device(s) "
-                f"(cuda:0 .. cuda:{count - 1})"
-            )
