@@ -118,7 +118,8 @@ def transformer(*, small: bool = False, seed: int = 0) -> TopicResult:
     from attnkit.viz import show_heatmaps
 
     model, data, history = trained_transformer(small=small, seed=seed)
-    sentence = " ".join(data.val[0][0]) if data.val else " ".join(data.train[0][0])
+    pool = (data.val or data.train)[:50]
+    sentence = " ".join(max(pool, key=lambda pair: len(pair[0]))[0])  # a long one
     maps = attention_maps(model, data, sentence)
     figs = {}
     for key, w, xt, yt in (("encoder", maps.encoder_self, maps.source, maps.source),
