@@ -38,9 +38,12 @@ has one row more; ``init_seq2seq`` skips lazy layers not yet materialised;
 without a GPU.
 
 Differences of speed, not of law: ``Trainer.fit`` clips with ``clip_grad_norm_`` (scale
-``clip / (norm + 1e-6)``, the book ``clip / norm``), dot-product attention runs the fused
-kernel while training (no ``attention_weights`` kept in training mode), and the headless
-``ProgressBoard`` keeps its points without drawing.
+``clip / (norm + 1e-6)``, the book ``clip / norm``); dot-product attention runs the fused
+kernel while training (no ``attention_weights`` kept in training mode); in training mode
+``EncoderDecoder`` trims a batch's source to its longest sentence when the pair is
+attnkit's ``TransformerEncoder``/``TransformerDecoder`` (their padded keys get exactly zero
+weight, so the outputs are the same); the headless ``ProgressBoard`` keeps its points
+without drawing (``board.save(path)`` writes them as a PNG).
 """
 
 from __future__ import annotations
