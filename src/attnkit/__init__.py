@@ -6,6 +6,7 @@ The public API is re-exported here; the book's names and signatures live in
 
 from attnkit.attention import (
     AdditiveAttention,
+    BilinearAttention,
     DotProductAttention,
     MultiHeadAttention,
     NadarayaWatson,
@@ -72,6 +73,7 @@ __all__ = [
     "AttentionMaps",
     "BeamHypothesis",
     "BeamSearch",
+    "BilinearAttention",
     "DatasetUnavailableError",
     "DecodeResult",
     "Decoder",

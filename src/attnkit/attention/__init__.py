@@ -1,5 +1,7 @@
 """Attention building blocks."""
 
+from attnkit.attention.bilinear import BilinearAttention
+from attnkit.attention.dropout import Dropout
 from attnkit.attention.kernel_regression import NadarayaWatson, NWKernelRegression
 from attnkit.attention.key_padding import key_padded_attention
 from attnkit.attention.masking import (
@@ -16,7 +18,9 @@ from attnkit.attention.scoring import AdditiveAttention, DotProductAttention, sc
 
 __all__ = [
     "AdditiveAttention",
+    "BilinearAttention",
     "DotProductAttention",
+    "Dropout",
     "MultiHeadAttention",
     "NWKernelRegression",
     "NadarayaWatson",
