@@ -123,6 +123,7 @@ def test_mtfraeng_offline_without_a_file(tmp_path, monkeypatch):
         d2l.MTFraEng(batch_size=128)  # root '../data', as the book
     msg = str(e.value)
     assert "Are you offline?" in msg and "ATTNKIT_FRA" in msg and "../data" in msg
+    assert "MTFraEng also reads ../data/fra-eng/fra.txt or ../data/fra.txt" in msg
 
 
 def test_mtfraeng_errors(fra_root, tmp_path):

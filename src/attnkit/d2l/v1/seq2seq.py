@@ -22,6 +22,7 @@ from attnkit.d2l.utils import show_list_len_pair_hist as _show_list_len_pair_his
 from attnkit.d2l.v1.base import Classifier, DataModule
 from attnkit.d2l.v1.rnn import GRU
 from attnkit.d2l.v1.text import Vocab, check_counts
+from attnkit.data import hub as _hub
 from attnkit.data import translation as _nmt
 from attnkit.metrics import bleu as _bleu
 
@@ -44,7 +45,13 @@ def fra_path(root) -> Path:
         return Path(root) / "fra-eng" / "fra.txt"
     if (Path(root) / "fra.txt").is_file():
         return Path(root) / "fra.txt"
-    return _nmt.download_fra(search=(root,))
+    try:
+        return _nmt.download_fra(search=(root,))
+    except _hub.DatasetUnavailableError as e:
+        raise _hub.DatasetUnavailableError(
+            f"{e} MTFraEng also reads {Path(root) / 'fra-eng' / 'fra.txt'} or "
+            f"{Path(root) / 'fra.txt'} (root={str(root)!r})."
+        ) from e
 
 
 class MTFraEng(DataModule):
