@@ -524,3 +524,21 @@ def test_notebook_transformer_decoder_on_the_bases_equals_the_shipped_one():
         trained = d2l.Seq2Seq(model.encoder, notebook, tgt_pad=0, lr=0.1)
         preds, weights = trained.eval().predict_step((X, Y, lens, Y), "cpu", 3, True)
     assert preds.shape == (3, 3) and weights[1][0][0].shape == (6, 1, 2)
+
+
+def test_rnn_chapters_train_on_the_time_machine(monkeypatch, timemachine_file):
+    monkeypatch.setenv("ATTNKIT_TIMEMACHINE", str(timemachine_file))
+    torch.manual_seed(0)
+    data = d2l.TimeMachine(batch_size=8, num_steps=8, num_train=64, num_val=16)
+    rnn = d2l.RNNScratch(num_inputs=len(data.vocab), num_hiddens=16)
+    model = d2l.RNNLMScratch(rnn, vocab_size=len(data.vocab), lr=1)
+    trainer = d2l.Trainer(max_epochs=2, gradient_clip_val=1, num_gpus=1)
+    trainer.fit(model, data)
+    assert "train_ppl" in model.board.data and "val_ppl" in model.board.data
+    out = model.predict("it has", 20, data.vocab, d2l.try_gpu())
+    assert len(out) == 26 and out.startswith("it has")
+    gru = d2l.GRU(num_inputs=len(data.vocab), num_hiddens=16, num_layers=2)
+    model = d2l.RNNLM(gru, vocab_size=len(data.vocab), lr=2)
+    d2l.Trainer(max_epochs=1, gradient_clip_val=1).fit(model, data)
+    assert list(model.state_dict())[-2:] == ["linear.weight", "linear.bias"]
+    assert len(model.predict("the", 5, data.vocab)) == 8
