@@ -17,7 +17,15 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["DATA_HUB", "DATA_URL", "DatasetUnavailableError", "cache_dir", "download", "sha1_of"]
+__all__ = [
+    "DATA_HUB",
+    "DATA_URL",
+    "DatasetUnavailableError",
+    "cache_dir",
+    "download",
+    "fetch",
+    "sha1_of",
+]
 
 DATA_URL = "http://d2l-data.s3-accelerate.amazonaws.com/"
 DATA_HUB: dict[str, tuple[str, str]] = {
@@ -93,8 +101,32 @@ def download(
     found = _find(filename, sha1, [*search, root], notes)
     if found is not None:
         return found
-    root.mkdir(parents=True, exist_ok=True)
     target = root / filename
+    looked = (
+        f"Looked for {filename} (sha1 {sha1}) in: {'; '.join(notes)}. "
+        f"Pass a local copy instead (--data FILE), or place it at {target}."
+    )
+    return fetch(url, target, sha1, timeout=timeout, what=repr(name), hint=looked)
+
+
+def fetch(
+    url: str,
+    target: str | os.PathLike,
+    sha1: str | None = None,
+    *,
+    timeout: float = 30.0,
+    what: str | None = None,
+    hint: str = "",
+) -> Path:
+    """Download ``url`` to ``target`` (via ``target.part``, renamed when complete) and check
+    its ``sha1`` when given; a file that does not match is discarded.
+
+    Raises ``DatasetUnavailableError`` offline or on a mismatch, naming ``what`` (default
+    the URL) and ending with ``hint`` (where a local copy can go).
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    what = what or url
     tmp = target.with_suffix(target.suffix + ".part")
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r, open(tmp, "wb") as f:
@@ -102,17 +134,18 @@ def download(
                 f.write(chunk)
     except (urllib.error.URLError, OSError, TimeoutError) as e:
         tmp.unlink(missing_ok=True)
+        source = f" from {url}" if what != url else ""
         raise DatasetUnavailableError(
-            f"could not download {name!r} from {url} ({e}). Are you offline? "
-            f"Looked for {filename} (sha1 {sha1}) in: {'; '.join(notes)}. "
-            f"Pass a local copy instead (--data FILE), or place it at {target}."
+            f"could not download {what}{source} ({e}). Are you offline? {hint}".rstrip()
         ) from e
-    got = sha1_of(tmp)
-    if got != sha1:
-        tmp.unlink(missing_ok=True)
-        raise DatasetUnavailableError(
-            f"{name!r} from {url} has sha1 {got}, expected {sha1}; the file was discarded"
-        )
+    if sha1 is not None:
+        got = sha1_of(tmp)
+        if got != sha1:
+            tmp.unlink(missing_ok=True)
+            source = f" from {url}" if what != url else ""
+            raise DatasetUnavailableError(
+                f"{what}{source} has sha1 {got}, expected {sha1}; the file was discarded"
+            )
     os.replace(tmp, target)
     return target
 

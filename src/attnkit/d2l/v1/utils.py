@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import os
 import tarfile
-import urllib.error
-import urllib.request
 import zipfile
 from pathlib import Path
 
 from attnkit.d2l.utils import Timer, plot
-from attnkit.data.hub import DATA_URL, DatasetUnavailableError, sha1_of
+from attnkit.data.hub import DATA_URL, DatasetUnavailableError, fetch, sha1_of
 
 __all__ = ["DATA_URL", "DatasetUnavailableError", "Timer", "download", "extract", "plot"]
 
@@ -33,23 +31,9 @@ def download(url, folder="../data", sha1_hash=None):
     if fname.is_file() and (sha1_hash is None or sha1_of(fname) == sha1_hash):
         return str(fname)
     seen = "no copy" if not fname.is_file() else f"a copy with sha1 {sha1_of(fname)}"
-    tmp = fname.with_suffix(fname.suffix + ".part")
-    try:
-        with urllib.request.urlopen(url, timeout=30) as r, open(tmp, "wb") as f:
-            while chunk := r.read(1 << 20):
-                f.write(chunk)
-    except (urllib.error.URLError, OSError, TimeoutError) as e:
-        tmp.unlink(missing_ok=True)
-        raise DatasetUnavailableError(
-            f"could not download {url} ({e}). Are you offline? Found {seen} at {fname}"
-            f"{'' if sha1_hash is None else f' (expected sha1 {sha1_hash})'}; place the "
-            f"file there to use it offline."
-        ) from e
-    if sha1_hash is not None and sha1_of(tmp) != sha1_hash:
-        got = sha1_of(tmp)
-        tmp.unlink(missing_ok=True)
-        raise DatasetUnavailableError(f"{url} has sha1 {got}, expected {sha1_hash}; discarded")
-    os.replace(tmp, fname)
+    expected = "" if sha1_hash is None else f" (expected sha1 {sha1_hash})"
+    hint = f"Found {seen} at {fname}{expected}; place the file there to use it offline."
+    fetch(url, fname, sha1_hash, hint=hint)
     return str(fname)
 
 
