@@ -183,9 +183,9 @@ class Engine:
             scale = self.world_size / packed[0].clamp(min=1e-12)
             (out.loss_sum * scale.to(out.loss_sum.dtype)).backward()
             self._stop_now = bool(packed[1] > 0)
-        elif isinstance(denominator, Tensor):
-            (out.loss_sum / denominator.clamp(min=1)).backward()
-        elif denominator == 1:
+        elif out.denominator is None:  # the token mean; a batch without tokens adds nothing
+            (out.loss_sum / tokens.clamp(min=1)).backward()
+        elif isinstance(denominator, int | float) and denominator == 1:
             out.loss_sum.backward()
         else:
             (out.loss_sum / denominator).backward()

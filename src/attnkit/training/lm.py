@@ -143,9 +143,6 @@ class LMTask(Task):
         mean = self.loss_fn(y_hat, y).mean()
         return StepLoss(mean * n, n, denominator=n, carry=state)
 
-    def evaluate(self, engine: Engine) -> dict[str, float]:
-        return {}
-
     def epoch_line(self, engine: Engine, row: dict[str, float]) -> str:
         return (
             f"epoch {row['epoch']}/{engine.config.epochs}: perplexity "
