@@ -206,3 +206,89 @@ def test_tensor_batches_are_the_loaders_batches_with_the_same_rng_draws():
     # anything else is iterated as it is
     custom = DataLoader(TensorDataset(X, lens), 16, collate_fn=lambda rows: rows)
     assert TensorBatches.wrap(custom) is custom and TensorBatches.wrap(expected) is expected
+
+
+def test_more_argument_checks():
+    model, data = _linear(), _data()
+    with pytest.raises(ValueError, match="a callable updater has none"):
+        config = EngineConfig(epochs=1, schedule="inverse_sqrt", warmup_steps=2)
+        Engine(model, LinearTask(data), config, optimizer=sgd_update(model.parameters(), 0.1))
+    with pytest.raises(ValueError, match=r"EngineConfig\.clip must be a finite number, got '1'"):
+        EngineConfig(clip="1")
+    with pytest.raises(ValueError, match=r"EngineConfig\.weight_decay must be a finite number"):
+        EngineConfig(weight_decay=float("nan"))
+    with pytest.raises(ValueError, match=r"TrainConfig\.bleu_sentences must be an int or None"):
+        TrainConfig(bleu_sentences=2.5)
+    with pytest.raises(ValueError, match="no checkpoint directory"):
+        Engine(model, LinearTask(data), EngineConfig(epochs=1)).resume()
+
+
+@pytest.mark.parametrize("clip", [None, 1.0])
+def test_flat_parameters_train_as_separate_ones(clip):
+    data = load_translation_data(None, num_pairs=60, seed=0)
+    batches = data.batches("train", 200, shuffle=False)
+    bos = data.tgt_vocab["<bos>"]
+    runs = []
+    for flat in (False, True):
+        torch.manual_seed(0)
+        model = build_model("seq2seq", MODEL, len(data.src_vocab), len(data.tgt_vocab))
+        config = EngineConfig(
+            epochs=2, lr=0.01, clip=clip, seed=None, log_every=0, flat_params=flat
+        )
+        engine = Engine(model, PaddedPairsTask(batches, bos), config)
+        engine.fit()
+        assert len(engine.params) == (1 if flat else len(list(model.parameters())))
+        runs.append(model.state_dict())
+    for name, value in runs[0].items():
+        if clip is None:  # elementwise the same arithmetic
+            assert torch.equal(value, runs[1][name]), name
+        else:  # one norm over a flat tensor rounds differently from a norm of norms
+            torch.testing.assert_close(value, runs[1][name], rtol=1e-5, atol=1e-6)
+
+
+def test_padded_pairs_stopped_mid_epoch_resume_exactly_with_a_seeded_loader():
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from attnkit.training.engine import TrainingInterrupted
+
+    data = load_translation_data(None, num_pairs=120, seed=0)
+    rows = [b.astuple() for b in data.batches("train", 100000, shuffle=False)]
+    tensors = [torch.cat([torch.nn.functional.pad(r[i], (0, 12 - r[i].shape[1])) if r[i].dim() == 2 else r[i] for r in rows]) for i in range(4)]  # fmt: skip
+    bos = data.tgt_vocab["<bos>"]
+
+    def engine(epochs):
+        loader = DataLoader(
+            TensorDataset(*tensors), 16, shuffle=True, generator=torch.Generator().manual_seed(5)
+        )
+        torch.manual_seed(0)
+        model = build_model("seq2seq", {**MODEL, "dropout": 0.2}, len(data.src_vocab), len(data.tgt_vocab))  # fmt: skip
+        config = EngineConfig(epochs=epochs, lr=0.01, seed=1, log_every=0)
+        return Engine(model, PaddedPairsTask(loader, bos), config)
+
+    straight = engine(2)
+    straight.fit()
+    first = engine(2)
+    per_epoch = len(first.task._batches)
+    original = first.train_step
+
+    def train_step(*args):
+        out = original(*args)
+        if first.step == per_epoch + 3:  # 3 batches into epoch 2
+            first._stop.requested = True
+        return out
+
+    first.train_step = train_step
+    with pytest.raises(TrainingInterrupted, match=f"epoch 2, batch 3/{per_epoch}"):
+        first.fit()
+    state, history = first.state_dict(), first.history
+    resumed = engine(2)
+    resumed.model.load_state_dict(first.model.state_dict())  # what resume() reads from disk
+    resumed.load_state_dict(state, history)
+    resumed.fit()
+    for (name, a), b in zip(straight.model.state_dict().items(), resumed.model.state_dict().values(), strict=True):  # fmt: skip
+        assert torch.equal(a, b), name
+    # a shuffled loader drawing from the global RNG could not be replayed: no checkpoint
+    unseeded = DataLoader(TensorDataset(*tensors), 16, shuffle=True)
+    bad = Engine(straight.model, PaddedPairsTask(unseeded, bos), EngineConfig(epochs=1))
+    with pytest.raises(ValueError, match="draws its order from the global RNG"):
+        bad.checkpoint_config()

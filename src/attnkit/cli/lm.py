@@ -191,9 +191,10 @@ def _resolve_options(a: argparse.Namespace) -> dict | None:
         )
     if previous.get("format") is None or "trainer" not in previous.get("files", {}):
         raise ValueError(
-            f"{out} holds a language model without training state (the layout of an older "
-            "attnkit), so it cannot be resumed; `attnkit lm generate` still reads it. Pass "
-            "--overwrite to replace it, or --out for a new folder"
+            f"{out} holds a language model without training state in the current format "
+            "(the layout of an older attnkit, whose trainer.pt this version does not read), so "
+            "it cannot be resumed; `attnkit lm generate` still reads it. Pass --overwrite to "
+            "replace it, or --out for a new folder"
         )
     changed = []
     for name, key, default in _FIXED:

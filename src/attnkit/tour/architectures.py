@@ -64,7 +64,12 @@ def path_length(kind: str, n: int, d: int = 4, k: int = 3) -> int:
             raise ValueError(f"{name} must be >= {lo}, got {v}")
     if kind == "cnn" and k % 2 == 0:
         raise ValueError(f"k must be odd (a centred kernel), got {k}")
-    torch.manual_seed(0)
+    with torch.random.fork_rng(devices=[]):  # seeded here, the caller's RNG left as it was
+        torch.manual_seed(0)
+        return _path_length(kind, n, d, k)
+
+
+def _path_length(kind: str, n: int, d: int, k: int) -> int:
     X = torch.randn(1, n, d)
     want = torch.ones(n, n, dtype=torch.bool)
     if kind == "rnn":

@@ -31,7 +31,9 @@ class EngineConfig:
     out_dir: str | None = None  # checkpoint directory; None = no checkpoints
     eval_every: int = 1  # evaluate (one history row, one line) every N epochs and after the last
     log_every: int = 1  # print every N-th history row (and the last); 0 = no epoch lines
-    flat_params: bool = False  # one flat tensor for optimizer/clipping/zeroing (1 process)
+    # one flat tensor for optimizer, clipping and zeroing; ignored under DDP and when an
+    # optimizer object is given (it holds the parameters already)
+    flat_params: bool = False
     device: str = "cpu"
     progress: bool = True  # tqdm bar during epochs (rank 0, terminals only)
 
@@ -55,6 +57,12 @@ class EngineConfig:
             raise ValueError(f"{name}.lr must be a positive number, got {self.lr!r}")
         if math.isinf(self.lr):
             raise ValueError(f"{name}.lr must be a positive number, got {self.lr!r}")
+        for field in ("clip", "beta1", "beta2", "weight_decay"):
+            v = getattr(self, field)
+            if v is None and field == "clip":
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise ValueError(f"{name}.{field} must be a finite number, got {v!r}")
         if self.clip is not None and not self.clip > 0:
             raise ValueError(f"{name}.clip must be positive or None, got {self.clip!r}")
         for field in ("beta1", "beta2"):

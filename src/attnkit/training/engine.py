@@ -142,6 +142,11 @@ class Engine:
             )
         elif not (isinstance(optimizer, torch.optim.Optimizer) or callable(optimizer)):
             raise TypeError(f"optimizer must be an Optimizer or a callable, got {optimizer!r}")
+        elif not isinstance(optimizer, torch.optim.Optimizer) and config.schedule != "constant":
+            raise ValueError(
+                f"schedule={config.schedule!r} sets an optimizer's learning rate; a callable "
+                "updater has none: pass an Optimizer, or schedule='constant'"
+            )
         self.optimizer = optimizer
         self.step = 0  # optimizer steps done
         self.epoch = 0  # epochs done
@@ -171,17 +176,23 @@ class Engine:
                 p.grad = None
         if self.world_size > 1:
             # DDP averages the ranks' gradients: scale each rank's sum by world / the
-            # global denominator. The same all-reduce tells every rank whether any of
-            # them was asked to stop, so all stop after the same step.
+            # global denominator (a tensor is this rank's count: summed over ranks; a
+            # number is the global batch's). The same all-reduce tells every rank whether
+            # any of them was asked to stop, so all stop after the same step (the one
+            # host sync of a DDP step).
+            counted = isinstance(denominator, Tensor)
             packed = torch.stack(
                 [
-                    torch.as_tensor(denominator, dtype=torch.float64, device=tokens.device),
+                    denominator.to(torch.float64)
+                    if counted
+                    else tokens.new_zeros((), dtype=torch.float64),
                     torch.tensor(float(self._stop.requested), device=tokens.device).double(),
                 ]
             )
             dist.all_reduce(packed)
-            scale = self.world_size / packed[0].clamp(min=1e-12)
-            (out.loss_sum * scale.to(out.loss_sum.dtype)).backward()
+            total = packed[0].clamp(min=1) if counted else float(denominator)
+            scale = self.world_size / total
+            (out.loss_sum * scale).backward()
             self._stop_now = bool(packed[1] > 0)
         elif out.denominator is None:  # the token mean; a batch without tokens adds nothing
             (out.loss_sum / tokens.clamp(min=1)).backward()
@@ -408,6 +419,8 @@ class Engine:
         Raises ValueError when the checkpoint does not fit this task (``check_resume``).
         """
         directory = Path(directory or self.config.out_dir or "")
+        if not str(directory) or directory == Path():
+            raise ValueError("no checkpoint directory: pass one or set the config's out_dir")
         if not (directory / CONFIG_NAME).exists():
             return False
         ck = load_checkpoint(directory, map_location=self.device, task=self.task.name)

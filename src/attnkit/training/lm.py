@@ -141,7 +141,7 @@ class LMTask(Task):
         if self.loss_fn is None:
             return StepLoss(F.cross_entropy(y_hat, y, reduction="sum"), n, carry=state)
         mean = self.loss_fn(y_hat, y).mean()
-        return StepLoss(mean * n, n, denominator=n, carry=state)
+        return StepLoss(mean * n, n, carry=state)  # the objective: mean * n / n
 
     def epoch_line(self, engine: Engine, row: dict[str, float]) -> str:
         return (

@@ -26,7 +26,8 @@ class StepLoss:
     ``loss_sum``: () the summed loss, reported as ``sum / tokens`` over the epoch.
     ``tokens``: () or int, the count the report divides by.
     ``denominator``: the objective is ``loss_sum / denominator``; None = ``tokens`` (the
-    token mean). Under DDP it is summed over ranks, so the update is the global batch's.
+    token mean). Under DDP a tensor is this rank's count (summed over ranks, so the update
+    is the global batch's mean) and a number is the global batch's (1: a sum).
     ``carry``: state handed to the next batch's ``loss`` (an RNN's hidden state), or None.
     """
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
-from torch.utils.data import DataLoader, TensorDataset, default_collate
+from torch.utils.data import DataLoader, RandomSampler, TensorDataset, default_collate
 
 from attnkit.decoding import translate
 from attnkit.metrics import bleu_from_stats, bleu_stats
@@ -74,6 +74,10 @@ class TrainConfig(EngineConfig):
             raise ValueError(
                 f"TrainConfig.label_smoothing must be in [0, 1), got {self.label_smoothing!r}"
             )
+        for field in ("bleu_sentences", "max_decode_len"):
+            v = getattr(self, field)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+                raise ValueError(f"TrainConfig.{field} must be an int or None, got {v!r}")
         if self.bleu_sentences is not None and self.bleu_sentences < 0:
             raise ValueError(
                 f"TrainConfig.bleu_sentences must be >= 0 or None, got {self.bleu_sentences}"
@@ -173,7 +177,30 @@ class PaddedPairsTask(Task):
         self.label_smoothing = label_smoothing
 
     def batches(self, epoch: int, rank: int, world_size: int):
+        if world_size > 1:
+            raise ValueError(
+                f"PaddedPairsTask gives every process the same batches (world_size="
+                f"{world_size}): run it in one process; TranslationTask shards over ranks"
+            )
         return TensorBatches.wrap(self._batches)
+
+    # a DataLoader with its own generator replays an interrupted epoch from its state
+    def loader_state(self):
+        generator = getattr(self._batches, "generator", None)
+        return generator.get_state() if isinstance(generator, torch.Generator) else None
+
+    def set_loader_state(self, state) -> None:
+        self._batches.generator.set_state(state)
+
+    def checkpoint_config(self, engine: Engine) -> dict[str, Any]:
+        shuffled = isinstance(getattr(self._batches, "sampler", None), RandomSampler)
+        if shuffled and getattr(self._batches, "generator", None) is None:
+            raise ValueError(
+                "a checkpoint could not replay an interrupted epoch: this shuffled DataLoader "
+                "draws its order from the global RNG; pass DataLoader(..., "
+                "generator=torch.Generator().manual_seed(SEED))"
+            )
+        return {}
 
     def loss(self, engine: Engine, batch, carry) -> StepLoss:
         src, src_len, tgt, tgt_len = batch.astuple() if hasattr(batch, "astuple") else batch
