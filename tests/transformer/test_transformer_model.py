@@ -153,3 +153,36 @@ def test_input_errors():
     with pytest.raises(ValueError, match="batch size 2 but the state holds 3"):
         enc = model.encoder(src, src_len)
         model.decoder(tgt[:2], model.decoder.init_state(enc, src_len))
+
+
+def test_blocks_are_called_as_modules_so_forward_hooks_fire():
+    from attnkit import d2l
+
+    torch.manual_seed(0)
+    cfg = TransformerConfig(d_model=16, num_heads=2, num_layers=2, d_ff=32, dropout=0.0)
+    book = d2l.EncoderDecoder(
+        d2l.TransformerEncoder(12, 16, 16, 16, 16, [16], 16, 32, 2, 2, 0.0),
+        d2l.TransformerDecoder(12, 16, 16, 16, 16, [16], 16, 32, 2, 2, 0.0),
+    )
+    src, tgt, lens = (
+        torch.randint(4, 12, (3, 6)),
+        torch.randint(4, 12, (3, 5)),
+        torch.tensor([6, 4, 2]),
+    )
+    for model in (build_transformer(cfg, 12, 12), book):
+        seen = []
+        blocks = [*model.encoder.blks, *model.decoder.blks]
+        hooks = [
+            b.register_forward_hook(lambda m, a, out, seen=seen: seen.append(m)) for b in blocks
+        ]
+        with torch.no_grad():
+            model.eval()(src, tgt, lens)
+        for h in hooks:
+            h.remove()
+        assert seen == blocks  # 4 of 4, in order
+    # the book's own call of a decoder block, blk(X, state), still works
+    blk = book.decoder.blks[0]
+    state = book.decoder.init_state(book.encoder(src, lens), lens)
+    with torch.no_grad():
+        Y, state = blk(torch.randn(3, 5, 16), state)
+    assert Y.shape == (3, 5, 16) and state[2][0] is not None

@@ -178,6 +178,7 @@ class EncoderBlock(_tf.EncoderBlock):
         _book_sublayers(self, book_args, use_bias, ("attention",))
 
     def forward(self, X, valid_lens):
+        """``valid_lens``: the book's key lengths (B,), or the encoder stack's bool mask."""
         mask = self.attention.build_mask(
             X.shape[0], X.shape[1], X.shape[1], valid_lens, False, X.device
         )
@@ -217,7 +218,11 @@ class DecoderBlock(_tf.DecoderBlock):
         self.i = i
         _book_sublayers(self, book_args, False, ("attention1", "attention2"))
 
-    def forward(self, X, state):
+    def forward(self, X, state, *block_args):
+        """The book's ``blk(X, state)``; inside the decoder stack, which calls every block
+        as ``blk(X, enc_outputs, cross_mask, cache)``, the block's own step."""
+        if block_args:
+            return self.step(X, state, *block_args)
         enc_outputs, enc_valid_lens = state[0], state[1]
         cross_mask = _tf._padding_mask(enc_valid_lens, *enc_outputs.shape[:2], X.device)
         X, state[2][self.i] = self.step(X, enc_outputs, cross_mask, state[2][self.i])

@@ -204,7 +204,7 @@ class TransformerEncoder(_TokenStack, Encoder):
         mask = _padding_mask(valid_lens, X.shape[0], X.shape[1], X.device)
         X = self._embed(X)
         for blk in self.blks:
-            X = blk.run(X, mask)
+            X = blk(X, mask)  # called as a module: forward hooks on blocks fire
         return self.final_norm(X)
 
     @property
@@ -283,7 +283,7 @@ class TransformerDecoder(_TokenStack, AttentionDecoder):
         Y = self._embed(X, offset=past)
         new_caches = []
         for blk, cache in zip(self.blks, caches):
-            Y, cache = blk.step(Y, enc_outputs, cross_mask, cache)
+            Y, cache = blk(Y, enc_outputs, cross_mask, cache)  # as a module: hooks fire
             new_caches.append(cache)
         return self.dense(self.final_norm(Y)), [enc_outputs, enc_valid_lens, new_caches]
 
