@@ -11,7 +11,9 @@ import torch
 
 from attnkit.training.optim import OPTIMIZERS, SCHEDULES
 
-__all__ = ["EngineConfig"]
+__all__ = ["PRECISIONS", "EngineConfig"]
+
+PRECISIONS = ("fp32", "bf16")
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,23 @@ class EngineConfig:
     flat_params: bool = False
     device: str = "cpu"
     progress: bool = True  # tqdm bar during epochs (rank 0, terminals only)
+    # gradient accumulation: one optimizer step per N batches, on the global token mean of
+    # the N (an epoch's leftover batches make a shorter last group); ``step`` counts
+    # optimizer steps, and a stop (signal, time budget) waits for the end of a group
+    accum_steps: int = 1
+    # "bf16": each step's forward and loss under torch.autocast(bfloat16); the parameters,
+    # gradients and optimizer stay fp32, evaluation is untouched. "fp32": no autocast
+    precision: str = "fp32"
+    # stop after the optimizer step that uses up this many seconds of fit()'s wall time:
+    # checkpoint (mid-epoch if need be, resumable exactly), one evaluated history row,
+    # a log line, and fit() returns normally (engine.stopped_by_budget). None = no limit
+    time_budget_s: float | None = None
+    # weights-only snapshots for checkpoint averaging (attnkit.training.averaging), in
+    # out_dir/snapshots/step-<step>.pt with an index.json: every N optimizer steps and/or
+    # every N seconds of training (counted over resumed runs too); 0 = off
+    snapshot_every_steps: int = 0
+    snapshot_every_s: float = 0
+    keep_snapshots: int = 0  # keep the newest N snapshots; 0 = keep all
 
     def __post_init__(self) -> None:
         name = type(self).__name__
@@ -44,6 +63,9 @@ class EngineConfig:
             ("eval_every", False),
             ("log_every", True),
             ("warmup_steps", True),
+            ("accum_steps", False),
+            ("snapshot_every_steps", True),
+            ("keep_snapshots", True),
         ):
             v = getattr(self, field)
             if not isinstance(v, int) or isinstance(v, bool) or v < (0 if allow_zero else 1):
@@ -79,6 +101,31 @@ class EngineConfig:
         if self.schedule == "inverse_sqrt" and self.warmup_steps < 1:
             raise ValueError(f"{name}.warmup_steps must be >= 1 with schedule='inverse_sqrt'")
         torch.device(self.device)  # raises on a malformed device string
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"{name}.precision must be one of {PRECISIONS}, got {self.precision!r}"
+            )
+        budget = self.time_budget_s
+        if budget is not None and (
+            isinstance(budget, bool)
+            or not isinstance(budget, int | float)
+            or not math.isfinite(budget)
+            or budget <= 0
+        ):
+            raise ValueError(
+                f"{name}.time_budget_s must be a positive finite number of seconds or None, "
+                f"got {budget!r}"
+            )
+        every = self.snapshot_every_s
+        if isinstance(every, bool) or not isinstance(every, int | float):
+            raise ValueError(f"{name}.snapshot_every_s must be a number >= 0, got {every!r}")
+        if not (math.isfinite(every) and every >= 0):
+            raise ValueError(f"{name}.snapshot_every_s must be a number >= 0, got {every!r}")
+        if (self.snapshot_every_steps or every) and self.out_dir is None:
+            raise ValueError(
+                f"{name}.snapshot_every_steps/snapshot_every_s write into out_dir/snapshots: "
+                "set out_dir"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -27,10 +27,29 @@ Ctrl-C/SIGTERM: the current step finishes, a mid-epoch checkpoint is saved (batc
 partial totals, the carried state gathered over ranks, the loader's RNG state at the
 epoch's start, torch/Python/NumPy RNG states) and ``TrainingInterrupted`` is raised;
 ``resume`` continues bit-exactly, with any number of processes. A second Ctrl-C stops at once.
+
+Accumulation (``accum_steps=N``): ``train_step(batch, carry, first, last)`` is one micro-batch;
+it backpropagates the raw ``loss_sum`` (over a number denominator: divided) and sums the
+counts on the device; the group's last scales the gradients once by 1/total (foreach): the
+update of the global token mean of the N batches. Leftover batches make a shorter last group;
+under DDP the others run under ``no_sync``, the total rides on the stop flags' all-reduce.
+Stops (signal, budget) wait for the group's end: resume stays exact.
+
+``precision="bf16"``: ``task.loss`` of each step under ``torch.autocast`` (bfloat16); the
+parameters, gradients and optimizer stay fp32; evaluation is untouched.
+
+``time_budget_s`` (seconds from the start of ``fit``; under DDP rank 0's clock, on the same
+all-reduce): after the step that uses it up, the run stops as after a Ctrl-C but evaluates
+once (RNG states put back), adds a history row and its line, logs ``time budget of 1800 s
+used up after 1801 s: epoch 3, batch 120/400, step 4321; checkpoint saved in DIR`` and
+returns the history (``stopped_by_budget``). Snapshots (``snapshot_every_steps/_s``,
+``keep_snapshots``): weights in ``out_dir/snapshots/`` (``attnkit.training.snapshots``) for
+``attnkit.training.averaging``; the seconds go on over resumed runs (``train_seconds``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -55,6 +74,7 @@ from attnkit.training.optim import (
     make_optimizer,
     model_parameters,
 )
+from attnkit.training.snapshots import Snapshots
 from attnkit.training.stop import StopSignals
 from attnkit.training.task import StepLoss, Task
 
@@ -72,6 +92,10 @@ class TrainingInterrupted(KeyboardInterrupt):
     """Raised by ``Engine.fit`` after Ctrl-C/SIGTERM, once the checkpoint is saved."""
 
 
+class _BudgetUsedUpError(Exception):
+    """Inside ``fit``: the time budget is used up (``fit`` returns normally)."""
+
+
 def distributed_rank(rank: int | None, world_size: int | None) -> tuple[int, int]:
     """(rank, world_size): the given ones, else torch.distributed's, else (0, 1). Checked."""
     initialized = dist.is_available() and dist.is_initialized()
@@ -86,6 +110,20 @@ def distributed_rank(rank: int | None, world_size: int | None) -> tuple[int, int
     if world_size > 1 and not initialized:
         raise RuntimeError(f"world_size={world_size} needs torch.distributed to be initialized")
     return rank, world_size
+
+
+def _mark_last(batches):
+    """(batch, is the last one) for each batch of an iterable without a length."""
+    it, previous = iter(batches), _NONE
+    for batch in it:
+        if previous is not _NONE:
+            yield previous, False
+        previous = batch
+    if previous is not _NONE:
+        yield previous, True
+
+
+_NONE = object()
 
 
 def _show_bars() -> bool:
@@ -160,46 +198,98 @@ class Engine:
         self._epoch_loader_state = None  # loader state at the start of the current epoch
         self._stop = StopSignals(verbose=self.is_main)  # its handlers are on during fit()
         self._stop_now = False  # the same, agreed by every rank at the end of a step
+        self._budget_now = False  # rank 0's time budget used up, agreed the same way
         self._bar = None
-        self._stopping_at_end = False  # a stop was asked during the last epoch's last step
+        self._stopping_at_end = None  # "signal"/"budget" during the last epoch's last step
+        self.stopped_by_budget = False  # the last fit() stopped on its time budget
+        self._fit_start = None  # perf_counter() at the start of fit()
+        self._seconds_before = 0.0  # training seconds of earlier fit() calls and runs
+        self._epoch_batches = None  # the current epoch's batch count, when known
+        self._group = (None, False)  # accumulation: summed denominators, any counted
+        self._snapshots = None  # a Snapshots during fit() when they are asked for
+        bf16 = dict(device_type=self.device.type, dtype=torch.bfloat16)
+        self._autocast = contextlib.nullcontext
+        if config.precision == "bf16":
+            self._autocast = lambda: torch.autocast(**bf16)
 
     # ------------------------------------------------------------------ training
-    def train_step(self, batch, carry=None) -> tuple[Tensor, Tensor, Any]:
-        """One optimizer step; returns (summed loss, tokens, carry), detached, no host sync."""
-        out = self.task.loss(self, batch, carry)
+    def train_step(
+        self, batch, carry=None, first: bool = True, last: bool = True
+    ) -> tuple[Tensor, Tensor, Any]:
+        """One micro-batch: the optimizer step when ``last`` (both True: one batch a step).
+
+        Returns (summed loss, tokens, carry), detached, no host sync.
+        """
+        with self._autocast():
+            out = self.task.loss(self, batch, carry)
+        if out.loss_sum.dtype in (torch.bfloat16, torch.float16):
+            out.loss_sum = out.loss_sum.float()
         tokens = torch.as_tensor(out.tokens, device=out.loss_sum.device)
         denominator = tokens if out.denominator is None else out.denominator
-        if self._flat_grad is not None:
+        if first and self._flat_grad is not None:
             self._flat_grad.zero_()
-        else:
+        elif first:
             for p in self.params:
                 p.grad = None
-        if self.world_size > 1:
+        if not (first and last):
+            self._accumulate(out.loss_sum, denominator, first, last)
+        elif self.world_size > 1:
             # DDP averages the ranks' gradients: scale each rank's sum by world / the
             # global denominator (a tensor is this rank's count: summed over ranks; a
             # number is the global batch's). The same all-reduce tells every rank whether
             # any of them was asked to stop, so all stop after the same step (the one
             # host sync of a DDP step).
             counted = isinstance(denominator, Tensor)
-            packed = torch.stack(
-                [
-                    denominator.to(torch.float64)
-                    if counted
-                    else tokens.new_zeros((), dtype=torch.float64),
-                    torch.tensor(float(self._stop.requested), device=tokens.device).double(),
-                ]
-            )
-            dist.all_reduce(packed)
+            zero = tokens.new_zeros((), dtype=torch.float64)
+            packed = self._agree(denominator.to(torch.float64) if counted else zero)
             total = packed[0].clamp(min=1) if counted else float(denominator)
             scale = self.world_size / total
             (out.loss_sum * scale).backward()
-            self._stop_now = bool(packed[1] > 0)
         elif out.denominator is None:  # the token mean; a batch without tokens adds nothing
             (out.loss_sum / tokens.clamp(min=1)).backward()
         elif isinstance(denominator, int | float) and denominator == 1:
             out.loss_sum.backward()
         else:
             (out.loss_sum / denominator).backward()
+        if last:
+            self._optimizer_step()
+        return out.loss_sum.detach(), tokens, out.carry
+
+    def _agree(self, denominator: Tensor) -> Tensor:
+        """All-reduce [denominator, stop asked, rank 0's budget used up] (DDP's host sync)."""
+        flags = [float(self._stop.requested), float(self.is_main and self._budget_used())]
+        packed = torch.cat([denominator.reshape(1), denominator.new_tensor(flags)])
+        dist.all_reduce(packed)
+        self._stop_now, self._budget_now = bool(packed[1] > 0), bool(packed[2] > 0)
+        return packed
+
+    def _accumulate(self, loss_sum: Tensor, denominator, first: bool, last: bool) -> None:
+        """Backward of one micro-batch of a group; the last one scales the summed gradients
+        by (world /) the group's total denominator."""
+        total, counted = self._group if not first else (None, False)
+        if isinstance(denominator, Tensor):  # a count: summed, divided once at the end
+            d = denominator.to(torch.float64).reshape(())
+            total, counted, objective = (d if total is None else total + d), True, loss_sum
+        else:  # a number: this batch's objective is loss_sum / denominator, summed
+            objective = loss_sum if denominator == 1 else loss_sum / denominator
+            if total is None:
+                total = loss_sum.new_zeros((), dtype=torch.float64)
+        self._group = (total, counted) if not last else (None, False)
+        if not last:
+            sync = self.net.no_sync() if self.world_size > 1 else contextlib.nullcontext()
+            with sync:  # under DDP the gradients are all-reduced with the last one
+                objective.backward()
+            return
+        if self.world_size > 1:
+            total = self._agree(total)[0]
+        objective.backward()
+        grads = [p.grad for p in self.params if p.grad is not None]
+        if grads and counted:
+            torch._foreach_mul_(grads, self.world_size / total.clamp(min=1))
+        elif grads and self.world_size > 1:
+            torch._foreach_mul_(grads, float(self.world_size))
+
+    def _optimizer_step(self) -> None:
         cfg = self.config
         if cfg.clip is not None and self.params:
             nn.utils.clip_grad_norm_(self.params, cfg.clip, foreach=True)
@@ -212,11 +302,25 @@ class Engine:
             self.optimizer.step()
         else:
             self.optimizer(1)
-        return out.loss_sum.detach(), tokens, out.carry
 
-    def _should_stop(self) -> bool:
-        # one process: as soon as asked; several: when the last step's all-reduce said so
-        return self._stop.requested if self.world_size == 1 else self._stop_now
+    def _budget_used(self) -> bool:
+        budget = self.config.time_budget_s
+        start = self._fit_start
+        return budget is not None and start is not None and time.perf_counter() - start >= budget
+
+    def _should_stop(self) -> str | None:
+        """ "signal", "budget" or None: one process: as soon as asked or used up; several:
+        when the last step's all-reduce said so (rank 0's clock)."""
+        if self.world_size == 1:
+            asked, budget = self._stop.requested, self._budget_used()
+        else:
+            asked, budget = self._stop_now, self._budget_now
+        return "signal" if asked else "budget" if budget else None
+
+    def train_seconds(self) -> float:
+        """Training wall seconds of this run's fit() calls and of the runs it resumes."""
+        running = time.perf_counter() - self._fit_start if self._fit_start is not None else 0.0
+        return self._seconds_before + running
 
     def train_epoch(self) -> dict[str, float]:
         """Train one epoch; returns its mean loss, tokens (all ranks), seconds and tokens/s."""
@@ -231,6 +335,9 @@ class Engine:
             totals += torch.tensor(self.partial[:2], dtype=torch.float64, device=self.device)
         seconds_before = self.partial[2] if skip else 0.0
         total = len(batches) if hasattr(batches, "__len__") else None
+        self._epoch_batches, n = total, self.config.accum_steps
+        if n > 1 and total is None:  # a look-ahead finds the last batch (its group's end)
+            batches = _mark_last(batches)
         bar = None
         if self.config.progress and self.is_main and _show_bars():
             from tqdm import tqdm
@@ -252,12 +359,23 @@ class Engine:
                     seconds = seconds_before + time.perf_counter() - start
                     self.partial = (float(totals[0]), float(totals[1]), seconds)
                     of = f"/{total}" if total is not None else ""
-                    raise TrainingInterrupted(f"epoch {epoch + 1}, batch {i}{of}")
-                loss_sum, tokens, carry = self.train_step(batch, carry)
+                    stop = TrainingInterrupted if stopping == "signal" else _BudgetUsedUpError
+                    raise stop(f"epoch {epoch + 1}, batch {i}{of}")
+                j = i - skip  # groups of n from here (a stop comes at a group's end)
+                if n == 1:
+                    last = True
+                elif total is None:
+                    batch, at_end = batch
+                    last = at_end or j % n == n - 1
+                else:
+                    last = j % n == n - 1 or i == total - 1
+                loss_sum, tokens, carry = self.train_step(batch, carry, j % n == 0, last)
                 totals[0] += loss_sum
                 totals[1] += tokens
                 self.batch_in_epoch = i + 1
-                stopping = self._should_stop()
+                if last:
+                    stopping = self._should_stop()
+                    self._snapshot()
                 if bar is not None:
                     bar.update(1)
                     if i % 10 == 9:  # the only host sync during the epoch, terminals only
@@ -287,13 +405,18 @@ class Engine:
         }
 
     def fit(self) -> dict[str, list[float]]:
-        """Train until ``config.epochs`` epochs are done (continuing after ``resume``)."""
+        """Train until ``config.epochs`` epochs are done (continuing after ``resume``), or
+        until the time budget is used up (``stopped_by_budget``)."""
         cfg = self.config
         fresh = self.step == 0 and self.epoch == 0 and self.batch_in_epoch == 0
         if fresh and cfg.seed is not None:
             torch.manual_seed(cfg.seed)
         if self.epoch > cfg.epochs or (self.epoch == cfg.epochs and self.batch_in_epoch):
             raise ValueError(f"the run is at epoch {self.epoch}, past epochs={cfg.epochs}")
+        self._fit_start, self.stopped_by_budget = time.perf_counter(), False
+        if cfg.snapshot_every_steps or cfg.snapshot_every_s:
+            every, seconds = (cfg.snapshot_every_steps, cfg.snapshot_every_s), self._seconds_before
+            self._snapshots = Snapshots(cfg.out_dir, *every, cfg.keep_snapshots, seconds, fresh)
         try:
             with self._stop:
                 return self._fit()
@@ -304,32 +427,75 @@ class Engine:
                 where += f"; checkpoint saved in {cfg.out_dir}, --resume continues from there"
             self.log(f"\n{where}")
             raise
+        except _BudgetUsedUpError as e:
+            return self._stop_on_budget(str(e))
         finally:
-            self._stop_now = False
+            self._stop_now = self._budget_now = False
+            self._seconds_before, self._fit_start = self.train_seconds(), None
+            self._snapshots = None
+
+    def _stop_on_budget(self, where: str) -> dict[str, list[float]]:
+        """Mid-epoch: evaluate once (RNG states put back: resume stays exact), one history
+        row and line, the checkpoint; then the log line. Epoch ends did theirs in _fit."""
+        cfg = self.config
+        elapsed = time.perf_counter() - self._fit_start
+        if self.batch_in_epoch:
+            loss, tokens, seconds = self.partial
+            total, done = self._epoch_batches, self.batch_in_epoch
+            epoch = round(self.epoch + done / total, 3) if total else self.epoch + 1
+            row = {"epoch": epoch, "train_loss": loss / max(tokens, 1)}
+            row["tokens_per_s"], row["seconds"] = tokens / max(seconds, 1e-9), seconds
+            rng = get_rng_state()
+            self._add_row(row, force=True)
+            set_rng_state(rng)
+            if cfg.out_dir is not None:
+                self.save()
+        self.stopped_by_budget = True
+        saved = f"checkpoint saved in {cfg.out_dir}" if cfg.out_dir else "no out_dir, not saved"
+        self.log(
+            f"time budget of {cfg.time_budget_s:g} s used up after {elapsed:.0f} s: "
+            f"{where}, step {self.step}; {saved}"
+        )
+        return self.history
+
+    def _add_row(self, row: dict[str, float], force: bool = False) -> None:
+        """Evaluate, append the history row, print its line (every log_every-th, or forced)."""
+        row.update(self.task.evaluate(self))
+        for key, value in row.items():
+            self.history.setdefault(key, []).append(value)
+        every = self.config.log_every
+        if every and (len(self.history["epoch"]) % every == 0 or force):
+            line = self.task.epoch_line(self, row)
+            if line:
+                self.log(line)
+
+    def _snapshot(self) -> None:
+        """After an optimizer step: a snapshot when one is due (rank 0 writes)."""
+        snap, seconds = self._snapshots, self.train_seconds()
+        if snap is not None and self.is_main and snap.due(self.step, seconds):
+            snap.write(
+                self.model.state_dict(), self.step, self.epoch + 1, self.batch_in_epoch, seconds
+            )
 
     def _fit(self) -> dict[str, list[float]]:
         cfg = self.config
         while self.epoch < cfg.epochs:
             stats = self.train_epoch()
             last = self.epoch == cfg.epochs
-            if self.epoch % cfg.eval_every == 0 or last:
+            budget = self._stopping_at_end == "budget" and not last
+            if self.epoch % cfg.eval_every == 0 or last or budget:
                 row = {"epoch": self.epoch, "train_loss": stats["loss"]}
                 row["tokens_per_s"] = stats["tokens_per_s"]
                 row["seconds"] = stats["seconds"]
-                row.update(self.task.evaluate(self))
-                for key, value in row.items():
-                    self.history.setdefault(key, []).append(value)
-                rows = len(self.history["epoch"])
-                if cfg.log_every and (rows % cfg.log_every == 0 or last):
-                    line = self.task.epoch_line(self, row)
-                    if line:
-                        self.log(line)
+                self._add_row(row, force=last or budget)
             if cfg.out_dir is not None:
                 self.save()  # every epoch, evaluated or not
             if self.is_main:
                 self.task.end_epoch(self, last)
-            if self._stopping_at_end and not last:  # asked during the epoch's last batch
+            if self._stopping_at_end == "signal" and not last:  # asked in the last batch
                 raise TrainingInterrupted(f"the end of epoch {self.epoch}")
+            if budget:
+                raise _BudgetUsedUpError(f"the end of epoch {self.epoch}")
         return self.history
 
     def log(self, line: str) -> None:
@@ -362,6 +528,7 @@ class Engine:
             # the batches of an interrupted epoch are replayed from its start
             "loader": self._epoch_loader_state if mid_epoch else self.task.loader_state(),
             "rng": get_rng_state(),  # this rank's (save adds every rank's)
+            "train_seconds": self.train_seconds(),  # over resumed runs too (snapshot clock)
         }
 
     def load_state_dict(self, state: dict[str, Any], history: dict[str, list] | None) -> None:
@@ -369,6 +536,7 @@ class Engine:
             self.optimizer.load_state_dict(state["optimizer"])
         self.step, self.epoch = int(state["step"]), int(state["epoch"])
         self.batch_in_epoch = int(state.get("batch_in_epoch", 0))
+        self._seconds_before = float(state.get("train_seconds", 0.0))  # 0: older checkpoints
         partial = [float(x) for x in state.get("partial", (0.0, 0.0, 0.0))]
         self.partial = (*partial, 0.0, 0.0, 0.0)[:3]
         if history is not None:
@@ -426,7 +594,10 @@ class Engine:
         ck = load_checkpoint(directory, map_location=self.device, task=self.task.name)
         self.task.check_resume(ck.config, directory)
         if ck.trainer_state is None:
-            raise ValueError(f"checkpoint {directory} has no trainer state to resume from")
+            averaged = " (an average of snapshots)" if "averaged" in ck.config else ""
+            raise ValueError(
+                f"checkpoint {directory}{averaged} has no trainer state to resume from"
+            )
         load_model_state(self.model, ck.model_state, directory)
         self.load_state_dict(ck.trainer_state, ck.config.get("history"))
         return True
