@@ -8,6 +8,15 @@ One teacher-forced pass over the decoded translation, with weights recorded,
 gives every map at once: a Transformer's encoder self-attention (L, H, S, S),
 decoder self-attention (L, H, T, T) and encoder-decoder attention (L, H, T, S);
 a Bahdanau model's single alignment (T, S).
+
+Subword models label the axes with their pieces (``▁the``, ``▁cat``, ``▁sleep``, ``s``).
+:func:`merge_pieces` turns such maps into maps over words: a word is a piece that starts
+with ``▁`` (SentencePiece's word boundary) and the pieces after it that do not; special
+tokens (``<eos>``, ``<bos>``) stay words of their own. Weights are combined so that every
+row stays a probability distribution: attention paid *to* a word is the **sum** over its
+pieces (columns added), and the attention a word *pays* is the **mean** of its pieces'
+rows (rows averaged), so each cell reads "how much this word, on average over its pieces,
+looks at that word".
 """
 
 from __future__ import annotations
@@ -21,7 +30,9 @@ from torch import Tensor, nn
 from attnkit.attention.recording import record_attention
 from attnkit.decoding import greedy_decode
 
-__all__ = ["AttentionMaps", "attention_maps", "plot_attention_maps"]
+__all__ = ["AttentionMaps", "attention_maps", "merge_pieces", "plot_attention_maps", "word_groups"]
+
+WORD_BOUNDARY = "\u2581"  # SentencePiece's "▁": this piece starts a new word
 
 
 @dataclass
@@ -94,7 +105,9 @@ def attention_maps(
             source=src_vocab.to_tokens(src[0, :S].tolist()),
             decoder_inputs=tgt_vocab.to_tokens(dec_in[0].tolist()) if outputs else [],
             outputs=tgt_vocab.to_tokens(outputs),
-            translation=" ".join(tgt_vocab.to_tokens(tokens)),
+            translation=data.detokenize(tokens)
+            if hasattr(data, "detokenize")
+            else " ".join(tgt_vocab.to_tokens(tokens)),
         )
         if not outputs:
             return maps
@@ -114,6 +127,62 @@ def attention_maps(
         return maps
     finally:
         model.train(was_training)
+
+
+def word_groups(pieces: list[str]) -> list[list[int]]:
+    """Indices of ``pieces`` grouped into words (see the module docstring)."""
+    groups: list[list[int]] = []
+    for i, piece in enumerate(pieces):
+        starts = not groups or _is_special(piece) or piece.startswith(WORD_BOUNDARY)
+        if starts or _is_special(pieces[groups[-1][-1]]):
+            groups.append([i])
+        else:
+            groups[-1].append(i)
+    return groups
+
+
+def _is_special(piece: str) -> bool:
+    """``<eos>``, ``<bos>``, ``<pad>``, ``<unk>`` (not the byte pieces ``<0xE2>``)."""
+    return piece.startswith("<") and piece.endswith(">") and not piece.startswith("<0x")
+
+
+def _word_labels(pieces: list[str], groups: list[list[int]]) -> list[str]:
+    labels = []
+    for g in groups:
+        text = "".join(pieces[i] for i in g).replace(WORD_BOUNDARY, " ").strip()
+        labels.append(text or pieces[g[0]])
+    return labels
+
+
+def _merge(w: Tensor, rows: list[list[int]] | None, cols: list[list[int]]) -> Tensor:
+    """(..., Q, K) -> (..., Q', K'): columns summed within ``cols``, rows averaged within
+    ``rows`` (None: rows kept)."""
+    w = torch.stack([w[..., g].sum(-1) for g in cols], dim=-1)
+    if rows is not None:
+        w = torch.stack([w[..., g, :].mean(-2) for g in rows], dim=-2)
+    return w
+
+
+def merge_pieces(maps: AttentionMaps) -> AttentionMaps:
+    """``maps`` over words instead of subword pieces (see the module docstring for how
+    the weights are combined). Word-level maps come back unchanged in content."""
+    src = word_groups(maps.source)
+    dec_in = word_groups(maps.decoder_inputs)
+    out = word_groups(maps.outputs)
+    merged = AttentionMaps(
+        source=_word_labels(maps.source, src),
+        decoder_inputs=_word_labels(maps.decoder_inputs, dec_in),
+        outputs=_word_labels(maps.outputs, out),
+        translation=maps.translation,
+        extra=dict(maps.extra),
+    )
+    if maps.encoder_self is not None:
+        merged.encoder_self = _merge(maps.encoder_self, src, src)
+    if maps.decoder_self is not None:
+        merged.decoder_self = _merge(maps.decoder_self, dec_in, dec_in)
+    if maps.cross is not None:  # rows are the outputs (what each step predicted)
+        merged.cross = _merge(maps.cross, out, src)
+    return merged
 
 
 def plot_attention_maps(

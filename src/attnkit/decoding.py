@@ -145,7 +145,8 @@ def translate(
     """Translate source sentences with greedy decoding, ``batch_size`` sentences at a time.
 
     ``data`` is a ``TranslationData`` (its ``encode_source`` preprocesses and checks the
-    sentences, its ``tgt_vocab`` maps ids back). Sentences are decoded in order of
+    sentences, its ``detokenize`` turns ids back into text: words joined by spaces, or
+    subword pieces decoded). Sentences are decoded in order of
     length (less padding) and returned in input order. ``max_len`` defaults to
     ``data.max_len + 2`` target steps.
     """
@@ -172,7 +173,7 @@ def translate(
             return_attention=return_attention,
         )
         for j, i in enumerate(idx):
-            hyps[i] = " ".join(tgt_vocab.to_tokens(res.tokens[j]))
+            hyps[i] = data.detokenize(res.tokens[j])
             if attention is not None:
                 attention[i] = res.attention[j]
     return hyps, attention

@@ -1,10 +1,12 @@
 """Translation metrics: the book's sentence BLEU, sacrebleu corpus BLEU and chrF, perplexity.
 
-Tokenization: our sentences are already tokenized by the data preprocessing
+Tokenization: word-level sentences are already tokenized by the data preprocessing
 (lower-cased, a space before ``, . ! ?``, words split on spaces, as the book), so
-``corpus_bleu`` scores exactly those tokens with sacrebleu's ``tokenize="none"``.
-Scores are on a 0-100 scale and are not comparable with detokenized WMT scores
-(which use ``"13a"``). chrF works on characters and ignores whitespace either way.
+``corpus_bleu`` scores exactly those tokens with sacrebleu's ``tokenize="none"`` by default.
+Subword translators produce real (detokenized) text: they are scored with
+``tokenize="13a"``, sacreBLEU's standard, comparable with published scores
+(``bleu_signature`` gives the line to print beside them). Scores are on a 0-100 scale.
+chrF works on characters and ignores whitespace either way.
 """
 
 from __future__ import annotations
@@ -14,7 +16,17 @@ import functools
 import math
 from collections.abc import Sequence
 
-__all__ = ["bleu", "bleu_from_stats", "bleu_stats", "corpus_bleu", "corpus_chrf", "perplexity"]
+__all__ = [
+    "bleu",
+    "bleu_from_stats",
+    "bleu_signature",
+    "bleu_stats",
+    "corpus_bleu",
+    "corpus_chrf",
+    "perplexity",
+]
+
+BLEU_TOKENIZERS = ("none", "13a")
 
 
 def bleu(pred_seq: str, label_seq: str, k: int) -> float:
@@ -64,23 +76,41 @@ def _check_corpus(hyps: Sequence[str], refs: Sequence[str]) -> None:
 
 @functools.cache
 def _sacrebleu():
-    """sacrebleu's BLEU class, its scorer for our tokenized text, and CHRF (imported on
-    first use, so ``import attnkit`` stays light)."""
+    """sacrebleu's BLEU and CHRF classes (imported on first use, so ``import attnkit``
+    stays light)."""
     from sacrebleu.metrics import BLEU, CHRF
 
-    return BLEU, BLEU(tokenize="none", force=True), CHRF  # force: tokenized on purpose
+    return BLEU, CHRF
 
 
-def bleu_stats(hyps: Sequence[str], refs: Sequence[str]) -> list[int]:
+@functools.cache
+def _bleu_scorer(tokenize: str):
+    if tokenize not in BLEU_TOKENIZERS:
+        raise ValueError(f"tokenize must be one of {BLEU_TOKENIZERS}, got {tokenize!r}")
+    # force: with "none" the text is tokenized on purpose (no warning about it)
+    return _sacrebleu()[0](tokenize=tokenize, force=tokenize == "none")
+
+
+def bleu_signature(tokenize: str = "13a") -> str:
+    """sacreBLEU's signature of our corpus BLEU (one reference, exponential smoothing),
+    e.g. ``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.5.1``."""
+    _bleu_scorer(tokenize)  # checks the name
+    scorer = _sacrebleu()[0](tokenize=tokenize, force=tokenize == "none")
+    scorer.corpus_score(["a"], [["a"]])  # the signature counts the references it saw
+    return str(scorer.get_signature())
+
+
+def bleu_stats(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "none") -> list[int]:
     """Sufficient statistics of corpus BLEU: 4 matches, 4 totals, hyp length, ref length.
 
     They add up over shards, so distributed workers sum them (all-reduce) and then
-    call ``bleu_from_stats``.
+    call ``bleu_from_stats``. ``tokenize``: "none" (already tokenized text) or "13a".
     """
     _check_corpus(hyps, refs)
+    scorer = _bleu_scorer(tokenize)
     if not hyps:
         return [0] * 10
-    s = _sacrebleu()[1].corpus_score(list(hyps), [list(refs)])
+    s = scorer.corpus_score(list(hyps), [list(refs)])
     return [*s.counts, *s.totals, s.sys_len, s.ref_len]
 
 
@@ -95,9 +125,10 @@ def bleu_from_stats(stats: Sequence[int | float]) -> float:
     return float(bleu.compute_bleu(s[0:4], s[4:8], s[8], s[9], smooth_method="exp").score)
 
 
-def corpus_bleu(hyps: Sequence[str], refs: Sequence[str]) -> float:
-    """sacrebleu corpus BLEU (0-100) of space-tokenized sentences, one reference each."""
-    return bleu_from_stats(bleu_stats(hyps, refs))
+def corpus_bleu(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "none") -> float:
+    """sacrebleu corpus BLEU (0-100), one reference each: of space-tokenized sentences
+    (``tokenize="none"``) or of detokenized text (``"13a"``)."""
+    return bleu_from_stats(bleu_stats(hyps, refs, tokenize))
 
 
 def corpus_chrf(hyps: Sequence[str], refs: Sequence[str]) -> float:
@@ -105,7 +136,7 @@ def corpus_chrf(hyps: Sequence[str], refs: Sequence[str]) -> float:
     _check_corpus(hyps, refs)
     if not hyps:
         return 0.0
-    return float(_sacrebleu()[2]().corpus_score(list(hyps), [list(refs)]).score)
+    return float(_sacrebleu()[1]().corpus_score(list(hyps), [list(refs)]).score)
 
 
 def perplexity(nll: float, num_tokens: float | None = None) -> float:

@@ -119,9 +119,11 @@ def test_read_pairs_skips_and_reports_malformed_lines():
 def test_zero_usable_pairs_names_the_file(tmp_path):
     path = tmp_path / "broken.txt"
     path.write_text("no tabs\nat all\n", encoding="utf-8")
-    with (
-        pytest.warns(UserWarning),
-        pytest.raises(ValueError, match=r"broken\.txt has no usable 'English<TAB>French' pairs"),
+    # one error (no warning as well) that names the file, the first bad line and its text
+    with pytest.raises(
+        ValueError,
+        match=r"broken\.txt has no usable 'English<TAB>French' pairs \(2 malformed line\(s\); "
+        r"line 1 reads 'no tabs'\)",
     ):
         load_translation_data(path)
     empty = tmp_path / "empty.txt"

@@ -81,8 +81,10 @@ def test_bahdanau_heatmap_draws_its_alignment_with_unk_labels(trained, tmp_path,
 def test_eval_reports_bleu_and_chrf(trained, capsys):
     assert main(["translate", "eval", "--checkpoint", str(trained), "--examples", "2"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 3 and " => " in out[0]
-    assert out[-1].startswith("test BLEU ") and ", chrF " in out[-1]
+    assert len(out) == 4 and " => " in out[0]
+    assert out[-2].startswith("test BLEU ") and ", chrF " in out[-2]
+    # word-level models are scored on the book's tokens, and the signature says so
+    assert out[-1].startswith("sacreBLEU signature: nrefs:1|") and "|tok:none|" in out[-1]
 
 
 @pytest.mark.parametrize(
@@ -90,7 +92,7 @@ def test_eval_reports_bleu_and_chrf(trained, capsys):
     [
         (["run", "--checkpoint", "{ck}", ""], "cannot translate an empty sentence"),
         (["run", "--checkpoint", "{ck}", "a " * 30], "more than max_len=12"),
-        (["run", "--checkpoint", "{ck}", "abc " * 25], ("abc " * 15).strip() + "…' has 25 tokens"),
+        (["run", "--checkpoint", "{ck}", "abc " * 25], ("abc " * 15).strip() + "…' has 25 words"),
         (["run", "--checkpoint", "{ck}", "hi .", "--heatmap", "{tmp}/no/x.png"], "does not exist"),
         (["run", "--checkpoint", "{ck}", "hi .", "--heatmap", "{tmp}/x.docx"], "'.docx'; use an"),
         (["run", "--checkpoint", "{ck}", "hi .", "--heatmap", "{tmp}/x"], "no extension"),

@@ -28,6 +28,12 @@ from attnkit.cli.translate_infer import check_device, run_eval, run_run
 
 __all__ = ["register", "run_train"]
 
+
+def _minutes(text: str) -> float:
+    """Minutes on the command line -> seconds in the config."""
+    return 60.0 * float(text)
+
+
 # flag name -> (attribute in TrainConfig, type, help)
 _TRAIN_FLAGS: dict[str, tuple[str, Any, str]] = {
     "--epochs": ("epochs", int, "total epochs (with --resume: including those done)"),
@@ -49,6 +55,24 @@ _TRAIN_FLAGS: dict[str, tuple[str, Any, str]] = {
     "--eval-every": ("eval_every", int, "validate + checkpoint every N epochs (default 1)"),
     "--bleu-sentences": ("bleu_sentences", int, "val sentences decoded for BLEU (default 200)"),
     "--device": ("device", str, "cpu, cuda, cuda:0 ... (default cpu)"),
+    "--precision": ("precision", str, "fp32 (default) or bf16 (autocast of each step's forward)"),
+    "--accum": ("accum_steps", int, "batches per optimizer step (gradient accumulation)"),
+    "--time-budget": (
+        "time_budget_s",
+        float,
+        "stop cleanly after SECONDS of training: save, evaluate, report (resumable)",
+    ),
+    "--snapshot-every-steps": (
+        "snapshot_every_steps",
+        int,
+        "also save the weights every N steps in OUT/snapshots (for `translate average`)",
+    ),
+    "--snapshot-every-minutes": (
+        "snapshot_every_s",
+        _minutes,
+        "also save the weights every M minutes of training in OUT/snapshots",
+    ),
+    "--keep-snapshots": ("keep_snapshots", int, "keep only the newest N snapshots (0: all)"),
 }
 _DEFAULT_TRAIN = {"epochs": 30, "batch_tokens": 2048, "lr": 0.005}
 
@@ -105,9 +129,24 @@ def register(sub) -> None:
     data.add_argument("--min-freq", type=int, default=None, help="vocabulary min count (2)")
     data.add_argument("--val-fraction", type=float, default=None, help="default 0.05")
     data.add_argument("--test-fraction", type=float, default=None, help="default 0.05")
+    data.add_argument(
+        "--tokenizer",
+        choices=["word", "sentencepiece"],
+        default=None,
+        help="word (the book's, default) or sentencepiece subwords trained on the training split",
+    )
+    data.add_argument("--vocab-size", type=int, default=None, help="subword pieces (8000)")
+    data.add_argument(
+        "--subword-type", choices=["unigram", "bpe"], default=None, help="default unigram"
+    )
+    data.add_argument(
+        "--separate-vocab",
+        action="store_true",
+        help="one subword model per language (default: one joint model for both)",
+    )
     opt = t.add_argument_group("training")
-    for flag, (_, typ, help_) in _TRAIN_FLAGS.items():
-        opt.add_argument(flag, type=typ, default=None, help=help_)
+    for flag, (field, typ, help_) in _TRAIN_FLAGS.items():
+        opt.add_argument(flag, dest=field, type=typ, default=None, help=help_)
     opt.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     opt.add_argument("--no-progress", action="store_true", help="no progress bar")
     model = t.add_argument_group("model (fields of the arch's config; see the registry)")
@@ -146,7 +185,22 @@ def register(sub) -> None:
 
     r = verbs.add_parser("run", help="translate sentences with a checkpoint")
     r.add_argument("--checkpoint", required=True, metavar="DIR")
-    r.add_argument("sentences", nargs="+", metavar="SENTENCE", help='e.g. "i lost ."')
+    r.add_argument("sentences", nargs="*", metavar="SENTENCE", help='e.g. "I lost."')
+    r.add_argument(
+        "--input",
+        metavar="FILE",
+        help="translate FILE's lines instead (UTF-8, one sentence per line; - for stdin): "
+        "one translation per line, in order",
+    )
+    r.add_argument(
+        "--batch-size", type=int, default=64, help="sentences decoded together (default 64)"
+    )
+    r.add_argument(
+        "--merge-pieces",
+        action="store_true",
+        help="with --heatmap on a subword model: words on the axes instead of pieces "
+        "(attention to a word = sum over its pieces, from a word = mean of its pieces' rows)",
+    )
     r.add_argument(
         "--heatmap",
         metavar="PNG",
@@ -193,6 +247,7 @@ def run_train(args: argparse.Namespace) -> int:
     import torch
 
     from attnkit import distributed
+    from attnkit.data.subword import SubwordTokenizer
     from attnkit.data.translation import load_translation_data
     from attnkit.models.registry import arch_config, build_model
     from attnkit.training.checkpoint import read_checkpoint_config
@@ -258,9 +313,19 @@ def run_train(args: argparse.Namespace) -> int:
             "min_freq",
             "val_fraction",
             "test_fraction",
+            "tokenizer",
+            "vocab_size",
+            "subword_type",
         ):
             if getattr(args, key) is not None:
                 data_args[key] = getattr(args, key)
+        if args.separate_vocab:
+            data_args["joint_vocab"] = False
+        flags = {"vocab_size": "--vocab-size", "subword_type": "--subword-type",
+                 "joint_vocab": "--separate-vocab"}  # fmt: skip
+        given = [flag for key, flag in flags.items() if key in data_args]
+        if given and data_args.get("tokenizer") != "sentencepiece":
+            raise ValueError(f"{', '.join(given)}: only with --tokenizer sentencepiece")
         train_dict = {**TrainConfig().to_dict(), **_DEFAULT_TRAIN}
     if previous is not None and (args.data is not None and args.data != data_args.get("data")):
         raise ValueError(
@@ -276,8 +341,13 @@ def run_train(args: argparse.Namespace) -> int:
 
     rank, world = distributed.init_from_env(config.device)
     say = print if rank == 0 else (lambda *a, **k: None)
-    data = load_translation_data(**data_args)
+    subword = None
+    if previous is not None and previous["data"].get("tokenizer") is not None:
+        subword = SubwordTokenizer.load(out, previous["data"]["tokenizer"])  # as trained
+    data = load_translation_data(**data_args, subword=subword)
     say(f"data: {data}")
+    if data.tokenizer is not None and rank == 0:  # beside config.json, before any save
+        data.tokenizer.save(out)
     if world > 1:
         say(f"distributed: {world} processes; --batch-tokens {config.batch_tokens} is global")
     torch.manual_seed(config.seed)

@@ -21,9 +21,10 @@ __all__ = ["check_device", "run_eval", "run_run"]
 def run_eval(args: argparse.Namespace) -> int:
     import torch
 
+    from attnkit.data.subword import SubwordTokenizer
     from attnkit.data.translation import load_translation_data
     from attnkit.decoding import translate
-    from attnkit.metrics import corpus_bleu, corpus_chrf
+    from attnkit.metrics import bleu_signature, corpus_bleu, corpus_chrf
     from attnkit.training.checkpoint import load_model
 
     if args.limit is not None and args.limit < 1:
@@ -35,28 +36,30 @@ def run_eval(args: argparse.Namespace) -> int:
     data_args = dict(cfg.get("data_args") or {})
     if args.data is not None:
         data_args["data"] = args.data
+    if cfg["data"].get("tokenizer") is not None:  # the checkpoint's subword models, as trained
+        data_args["subword"] = SubwordTokenizer.load(args.checkpoint, cfg["data"]["tokenizer"])
     data = load_translation_data(**data_args)
     if json.loads(json.dumps(data.to_dict())) != cfg["data"]:
         raise ValueError(
             f"the data ({data_args.get('data') or 'generated'}) does not give the vocabularies "
             f"of checkpoint {args.checkpoint}; pass the file it was trained on with --data"
         )
-    pairs = data.split(args.split)
+    sources, refs = data.sources(args.split), data.references(args.split)
     if args.limit is not None:
-        pairs = pairs[: args.limit]
-    if not pairs:
+        sources, refs = sources[: args.limit], refs[: args.limit]
+    if not sources:
         raise ValueError(f"the {args.split} split is empty")
     with torch.inference_mode():
-        sentences = [" ".join(s) for s, _ in pairs]
-        hyps, _ = translate(model, data, sentences, max_len=_decode_steps(data, cfg, None))
-    refs = [" ".join(t) for _, t in pairs]
-    bleu, chrf = corpus_bleu(hyps, refs), corpus_chrf(hyps, refs)
-    for (src, _), hyp, ref in list(zip(pairs, hyps, refs))[: args.examples]:
-        print(f"{' '.join(src)} => {hyp}   (reference: {ref})")
+        hyps, _ = translate(model, data, sources, max_len=_decode_steps(data, cfg, None))
+    tokenize = data.bleu_tokenize
+    bleu, chrf = corpus_bleu(hyps, refs, tokenize), corpus_chrf(hyps, refs)
+    for src, hyp, ref in list(zip(sources, hyps, refs))[: args.examples]:
+        print(f"{src} => {hyp}   (reference: {ref})")
     print(
-        f"{args.split} BLEU {bleu:.2f}, chrF {chrf:.2f} on {len(pairs)} sentences "
-        f"(arch {cfg['arch']}, epoch {cfg.get('epoch')})"
+        f"{args.split} BLEU {bleu:.2f}, chrF {chrf:.2f} on {len(sources)} sentences "
+        f"(arch {cfg['arch']}, epoch {cfg.get('epoch')}, step {cfg.get('step')})"
     )
+    print(f"sacreBLEU signature: {bleu_signature(tokenize)}")
     return 0
 
 
@@ -66,7 +69,7 @@ def run_eval(args: argparse.Namespace) -> int:
 def run_run(args: argparse.Namespace) -> int:
     import torch
 
-    from attnkit.attention_maps import attention_maps, plot_attention_maps
+    from attnkit.attention_maps import attention_maps, merge_pieces, plot_attention_maps
     from attnkit.data.translation import TranslationData
     from attnkit.models.seq2seq import AttentionDecoder
     from attnkit.training.checkpoint import load_model
@@ -79,26 +82,72 @@ def run_run(args: argparse.Namespace) -> int:
         raise ValueError("--all-heads needs --heatmap PNG")
     heatmap = None if args.heatmap is None else _check_heatmap_path(args.heatmap)
     check_device(args.device)
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.merge_pieces and args.heatmap is None:
+        raise ValueError("--merge-pieces needs --heatmap PNG")
+    if bool(args.sentences) == (args.input is not None):
+        raise ValueError(
+            "give the sentences to translate either as arguments or with --input FILE "
+            "(one per line, - for stdin), not both" if args.sentences else
+            "nothing to translate: give sentences as arguments or --input FILE (- for stdin)"
+        )  # fmt: skip
+    sentences = list(args.sentences) or _read_input(args.input)
     model, cfg = load_model(args.checkpoint, args.device)
-    data = TranslationData.from_dict(cfg["data"])
+    data = TranslationData.from_dict(cfg["data"], args.checkpoint)
     if heatmap is not None and not isinstance(model.decoder, AttentionDecoder):
         raise ValueError(f"arch {cfg['arch']!r} has no attention for --heatmap")
-    sentences = list(args.sentences)
-    _check_sentences(data, cfg, sentences, args.allow_unknown)
+    # --input: a blank line gives a blank output line, so output line i translates input line i
+    todo = [i for i, s in enumerate(sentences) if args.input is None or s.strip()]
+    _check_sentences(data, cfg, [sentences[i] for i in todo], args.allow_unknown, args.input,
+                     line_numbers=[i + 1 for i in todo])  # fmt: skip
     steps = _decode_steps(data, cfg, args.max_len)
 
     device = next(model.parameters()).device
-    with torch.inference_mode():
-        best = _decode(model, data, sentences, steps, args.beam, args.length_penalty, device)
-    for ids, _ in best:
-        print(" ".join(data.tgt_vocab.to_tokens(ids)))
+    found: list[tuple[list[int], bool]] = []
+    with torch.inference_mode():  # in chunks: a long --input file is not one batch
+        for start in range(0, len(todo), args.batch_size):
+            chunk = [sentences[i] for i in todo[start : start + args.batch_size]]
+            found += _decode(model, data, chunk, steps, args.beam, args.length_penalty, device)
+    best: list[tuple[list[int], bool] | None] = [None] * len(sentences)
+    for i, result in zip(todo, found):
+        best[i] = result
+    for result in best:
+        print("" if result is None else data.detokenize(result[0]), flush=args.input == "-")
     if heatmap is not None:
-        for i, (sentence, (ids, finished)) in enumerate(zip(sentences, best)):
+        for i, (sentence, result) in enumerate(zip(sentences, best)):
+            if result is None:
+                continue
+            ids, finished = result
             target = heatmap if len(best) == 1 else heatmap.with_stem(f"{heatmap.stem}-{i}")
             maps = attention_maps(model, data, sentence, tokens=ids, finished=finished)
+            if args.merge_pieces:
+                maps = merge_pieces(maps)
             plot_attention_maps(maps, target, all_heads=args.all_heads)
             print(f"heatmap: {target}", file=sys.stderr)
     return 0
+
+
+def _read_input(name: str) -> list[str]:
+    """The sentences of ``--input`` (a UTF-8 file, or ``-`` for stdin), one per line;
+    every line counts, so the output has one line per input line, in order."""
+    if name == "-":
+        text = sys.stdin.read()
+    else:
+        path = Path(name)
+        if not path.is_file():
+            raise FileNotFoundError(f"--input {name}: no such file")
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"--input {name} is not UTF-8 text (byte {e.start})") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":  # the newline at the end of the last line
+        lines.pop()
+    lines = [line.rstrip("\r") for line in lines]
+    if not lines:
+        raise ValueError(f"--input {name} has no lines to translate")
+    return lines
 
 
 def _decode(
@@ -130,25 +179,34 @@ def _model_max_len(cfg: dict) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _check_sentences(data, cfg: dict, sentences: list[str], allow_unknown: bool) -> None:
-    """Empty, too long or (unless ``allow_unknown``) unknown words: a clear error."""
-    from attnkit.data.translation import preprocess_nmt
-
-    limit = data.max_len - 1  # words (punctuation included); <eos> is added
+def _check_sentences(
+    data,
+    cfg: dict,
+    sentences: list[str],
+    allow_unknown: bool,
+    input_name: str | None = None,
+    line_numbers: list[int] | None = None,
+) -> None:
+    """Empty, too long or (unless ``allow_unknown``) unknown words: a clear error (naming
+    the ``--input`` line, from ``line_numbers``, when the sentences came from one)."""
+    limit = data.max_len - 1  # words or pieces (punctuation included); <eos> is added
     model_max = _model_max_len(cfg)
     if model_max is not None:
         limit = min(limit, model_max - 1)
     unknown: dict[str, None] = {}
-    for sentence in sentences:
-        words = preprocess_nmt(sentence).split()
+    numbers = line_numbers or list(range(1, len(sentences) + 1))
+    for number, sentence in zip(numbers, sentences):
+        where = f"--input {input_name} line {number}: " if input_name is not None else ""
+        words = data.source_tokens(sentence)
         if not words:
-            raise ValueError(f"cannot translate an empty sentence: {sentence!r}")
+            raise ValueError(f"{where}cannot translate an empty sentence: {sentence!r}")
         if len(words) > limit:
             raise ValueError(
-                f"sentence {_short(sentence)!r} has {len(words)} tokens + <eos>, more than "
-                f"max_len={limit + 1} of this model"
+                f"{where}sentence {_short(sentence)!r} has {len(words)} {data.unit} + <eos>, "
+                f"more than max_len={limit + 1} of this model"
             )
-        unknown.update((w, None) for w in words if w not in data.src_vocab)
+        if data.tokenizer is None:  # subwords spell every word (bytes at worst)
+            unknown.update((w, None) for w in words if w not in data.src_vocab)
     if unknown and not allow_unknown:
         raise ValueError(
             f"unknown words (not in the model's {len(data.src_vocab)}-word English "

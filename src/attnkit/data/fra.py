@@ -28,6 +28,7 @@ __all__ = [
     "preprocess_nmt",
     "read_fra",
     "read_pairs",
+    "read_text_pairs",
     "tokenize_nmt",
     "truncate_pad",
 ]
@@ -100,11 +101,25 @@ def build_array_nmt(lines: list[list[str]], vocab: Vocab, num_steps: int) -> tup
 
 
 def read_fra(path: str | os.PathLike) -> str:
-    """Read a ``fra.txt``-format file (``English<TAB>French`` lines) as UTF-8 text."""
+    """Read a ``fra.txt``-format file (``English<TAB>French`` lines) as UTF-8 text.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file is not UTF-8 (the message names the line and byte).
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"translation data file {str(path)!r} does not exist")
-    return path.read_text(encoding="utf-8")
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ValueError(
+            f"{path} is not UTF-8 text: line {line}, byte {column} is {raw[e.start : e.start + 1]!r} "
+            f"({e.reason}); save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+        ) from None
 
 
 def download_fra(*, search: Iterable[str | os.PathLike] = ()) -> Path:
@@ -133,6 +148,14 @@ class ReadReport:
     malformed_lines: tuple[int, ...]  # 1-based line numbers of the first 10 malformed lines
 
 
+def read_text_pairs(
+    text: str, num_examples: int | None = None, *, source: str = "<text>"
+) -> tuple[list[tuple[str, str]], ReadReport]:
+    """``English<TAB>French`` lines -> ``(english, french)`` strings as written (no
+    preprocessing), reporting bad lines; the rules of :func:`read_pairs`."""
+    return _parse_lines(text.split("\n"), num_examples, source, split=False)
+
+
 def read_pairs(
     text: str, num_examples: int | None = None, *, source: str = "<text>"
 ) -> tuple[list[tuple[list[str], list[str]]], ReadReport]:
@@ -145,14 +168,20 @@ def read_pairs(
     Tokens are split on whitespace, so stray double spaces make no empty tokens.
 
     Raises:
-        ValueError: no usable pair at all (the message names ``source``).
+        ValueError: no usable pair at all (the message names ``source``, the first bad
+            line's number and its start).
     """
     if num_examples is None:
         lines = preprocess_nmt(text).split("\n")
     else:  # preprocess lazily, line by line ("\n" + line: the same look-behind as the whole text)
         lines = (preprocess_nmt("\n" + line)[1:] for line in text.split("\n"))
-    pairs: list[tuple[list[str], list[str]]] = []
+    return _parse_lines(lines, num_examples, source, split=True)
+
+
+def _parse_lines(lines: Iterable[str], num_examples: int | None, source: str, *, split: bool):
+    pairs: list = []
     bad: list[int] = []
+    first_bad = ""
     for lineno, line in enumerate(lines, start=1):
         if num_examples is not None and len(pairs) >= num_examples:
             break
@@ -161,18 +190,25 @@ def read_pairs(
             continue
         parts = line.split("\t")
         if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+            if not bad:
+                first_bad = line
             bad.append(lineno)
             continue
-        pairs.append((parts[0].split(), parts[1].split()))
+        pairs.append((parts[0].split(), parts[1].split()) if split else (parts[0], parts[1]))
     report = ReadReport(len(pairs), len(bad), tuple(bad[:10]))
+    shown = repr(first_bad[:60] + ("…" if len(first_bad) > 60 else ""))
+    if not pairs:
+        where = f"; line {bad[0]} reads {shown}" if bad else " (the file is empty)"
+        raise ValueError(
+            f"{source} has no usable 'English<TAB>French' pairs ({len(bad)} malformed "
+            f"line(s){where}); each line must be an English sentence, one tab, and its "
+            "French translation"
+        )
     if bad:
         warnings.warn(
             f"{source}: skipped {len(bad)} malformed line(s) (expected 'English<TAB>French'); "
-            f"first at line(s) {', '.join(map(str, report.malformed_lines))}",
-            stacklevel=2,
-        )
-    if not pairs:
-        raise ValueError(
-            f"{source} has no usable 'English<TAB>French' pairs ({len(bad)} malformed line(s))"
+            f"first at line(s) {', '.join(map(str, report.malformed_lines))}: line {bad[0]} "
+            f"reads {shown}",
+            stacklevel=3,
         )
     return pairs, report

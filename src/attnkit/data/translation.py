@@ -27,17 +27,13 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
 from pathlib import Path
-
-from torch import Tensor
 
 from attnkit.data.batching import (
     Pair,
     TranslationBatch,
     bucket_batches,
     check_fraction,
-    pad_ids,
     padding_efficiency,
     split_by_source,
 )
@@ -49,10 +45,14 @@ from attnkit.data.fra import (
     preprocess_nmt,
     read_fra,
     read_pairs,
+    read_text_pairs,
     tokenize_nmt,
     truncate_pad,
 )
+from attnkit.data.normalize import normalize_source, normalize_target
+from attnkit.data.subword import SubwordTokenizer
 from attnkit.data.text import Vocab
+from attnkit.data.translation_data import TranslationData
 
 __all__ = [
     "BOOK_RESERVED_TOKENS",
@@ -75,159 +75,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-# =========================================================================== the data object
-
-
-class TranslationData:
-    """Vocabularies, splits and batches of an English -> French corpus.
-
-    ``train``/``val``/``test`` hold ``(source tokens, target tokens)`` pairs in the
-    book's preprocessed form, without ``<eos>``. ``max_len`` bounds each side's
-    length *including* ``<eos>``. Build it with :func:`load_translation_data`.
-    """
-
-    def __init__(
-        self,
-        src_vocab: Vocab,
-        tgt_vocab: Vocab,
-        train: list[Pair],
-        val: list[Pair],
-        test: list[Pair],
-        max_len: int,
-        *,
-        num_dropped: int = 0,
-        num_malformed: int = 0,
-        source: str = "",
-    ) -> None:
-        self.src_vocab = src_vocab
-        self.tgt_vocab = tgt_vocab
-        self.train = train
-        self.val = val
-        self.test = test
-        self.max_len = max_len
-        self.num_dropped = num_dropped  # pairs longer than max_len, dropped at load
-        self.num_malformed = num_malformed  # malformed lines skipped at load
-        self.source = source  # "generated", a file path, or "download"
-        self._cache: dict[str, tuple[list[list[int]], list[list[int]]]] = {}
-
-    def __repr__(self) -> str:
-        return (
-            f"TranslationData(source={self.source!r}, train={len(self.train)}, "
-            f"val={len(self.val)}, test={len(self.test)}, |src_vocab|={len(self.src_vocab)}, "
-            f"|tgt_vocab|={len(self.tgt_vocab)}, max_len={self.max_len}, "
-            f"dropped={self.num_dropped})"
-        )
-
-    def split(self, name: str) -> list[Pair]:
-        if name not in ("train", "val", "test"):
-            raise ValueError(f"split must be 'train', 'val' or 'test', got {name!r}")
-        return getattr(self, name)
-
-    def _encoded(self, name: str) -> tuple[list[list[int]], list[list[int]]]:
-        if name not in self._cache:
-            eos_s, eos_t = self.src_vocab["<eos>"], self.tgt_vocab["<eos>"]
-            pairs = self.split(name)
-            src = [self.src_vocab[s] + [eos_s] for s, _ in pairs]
-            tgt = [self.tgt_vocab[t] + [eos_t] for _, t in pairs]
-            self._cache[name] = (src, tgt)
-        return self._cache[name]
-
-    def batches(
-        self,
-        split: str,
-        batch_tokens: int,
-        *,
-        shuffle: bool = True,
-        seed: int = 0,
-        epoch: int = 0,
-        rank: int = 0,
-        world_size: int = 1,
-    ) -> list[TranslationBatch]:
-        """Length-bucketed batches of one split; see :func:`bucket_batches`.
-
-        ``batch_tokens`` bounds each (global) batch's padded source + target tokens
-        (``B * (S + T)``, ``<eos>`` included). Every pair of the split is in exactly one
-        batch per epoch; with ``world_size > 1`` each rank gets its rows of every global
-        batch (see :func:`bucket_batches`).
-        """
-        src, tgt = self._encoded(split)
-        lengths = [(len(s), len(t)) for s, t in zip(src, tgt)]
-        groups = bucket_batches(
-            lengths,
-            batch_tokens,
-            shuffle=shuffle,
-            seed=seed,
-            epoch=epoch,
-            rank=rank,
-            world_size=world_size,
-        )
-        pad_s, pad_t = self.src_vocab["<pad>"], self.tgt_vocab["<pad>"]
-        out = []
-        for idx in groups:
-            s, s_len = pad_ids([src[i] for i in idx], pad_s)  # (B, S), (B,)
-            t, t_len = pad_ids([tgt[i] for i in idx], pad_t)  # (B, T), (B,)
-            out.append(TranslationBatch(s, s_len, t, t_len))
-        return out
-
-    def encode_source(self, sentences: list[str]) -> tuple[Tensor, Tensor]:
-        """Raw English sentences -> ``(src (B, S) long, src_len (B,) long)``.
-
-        Each sentence goes through :func:`preprocess_nmt` and a whitespace split, gets
-        ``<eos>``, and is right-padded with ``<pad>``; unknown words become ``<unk>``.
-
-        Raises:
-            ValueError: an empty list, an empty sentence, or a sentence longer than
-                ``max_len`` tokens with ``<eos>``.
-        """
-        if isinstance(sentences, str) or not sentences:
-            raise ValueError(f"sentences must be a non-empty list of str, got {sentences!r}")
-        eos = self.src_vocab["<eos>"]
-        ids = []
-        for sentence in sentences:
-            tokens = preprocess_nmt(sentence).split()
-            if not tokens:
-                raise ValueError(f"cannot translate an empty sentence: {sentence!r}")
-            if len(tokens) + 1 > self.max_len:
-                raise ValueError(
-                    f"sentence {sentence!r} has {len(tokens)} tokens + <eos>, more than "
-                    f"max_len={self.max_len}"
-                )
-            ids.append(self.src_vocab[tokens] + [eos])
-        return pad_ids(ids, self.src_vocab["<pad>"])
-
-    def decode_target(self, ids: Sequence[int] | Tensor) -> str:
-        """Target ids -> sentence, stopping at ``<eos>`` and skipping ``<pad>``/``<bos>``."""
-        if isinstance(ids, Tensor):
-            ids = ids.tolist()
-        words = []
-        for i in ids:
-            token = self.tgt_vocab.to_tokens(int(i))
-            if token == "<eos>":
-                break
-            if token not in ("<pad>", "<bos>"):
-                words.append(token)
-        return " ".join(words)
-
-    def to_dict(self) -> dict:
-        """Vocabularies and ``max_len`` as plain JSON-able data (for checkpoints)."""
-        return {
-            "src_vocab": self.src_vocab.to_dict(),
-            "tgt_vocab": self.tgt_vocab.to_dict(),
-            "max_len": self.max_len,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> TranslationData:
-        """Inverse of :meth:`to_dict`; the splits are empty."""
-        return cls(
-            Vocab.from_dict(d["src_vocab"]),
-            Vocab.from_dict(d["tgt_vocab"]),
-            [],
-            [],
-            [],
-            int(d["max_len"]),
-            source="checkpoint",
-        )
+TOKENIZERS = ("word", "sentencepiece")
+SUBWORD_MAX_LEN = 128  # pieces + <eos> per side: no Tatoeba pair comes near it
 
 
 def load_translation_data(
@@ -235,11 +84,16 @@ def load_translation_data(
     *,
     num_examples: int | None = None,
     min_freq: int = 2,
-    max_len: int = 12,
+    max_len: int | None = None,
     val_fraction: float = 0.05,
     test_fraction: float = 0.05,
     seed: int = 0,
     num_pairs: int = 20000,
+    tokenizer: str = "word",
+    vocab_size: int = 8000,
+    subword_type: str = "unigram",
+    joint_vocab: bool = True,
+    subword: SubwordTokenizer | None = None,
 ) -> TranslationData:
     """Load an English -> French corpus, split it and build the vocabularies.
 
@@ -252,11 +106,21 @@ def load_translation_data(
     source or a target sentence (:func:`split_by_source`). The vocabularies
     (``min_freq``, reserved ``<pad>, <bos>, <eos>``) are built from the training split only.
 
+    ``tokenizer="sentencepiece"``: subwords instead of words (see :func:`_subword_data`):
+    ``vocab_size`` pieces, ``subword_type`` "unigram" or "bpe", one model for both sides
+    (``joint_vocab``) or one each, trained on the training split, or ``subword`` (a
+    tokenizer already trained: a checkpoint's) reused as it is. ``max_len`` defaults to 12
+    words or ``SUBWORD_MAX_LEN`` pieces.
+
     Raises:
         ValueError: bad arguments, no usable pair, an empty training split, or an empty
             validation (test) split although ``val_fraction`` (``test_fraction``) is > 0
             (too little data: use more, or pass ``val_fraction=0`` / ``test_fraction=0``).
     """
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {tokenizer!r}")
+    if max_len is None:
+        max_len = 12 if tokenizer == "word" else SUBWORD_MAX_LEN
     if num_examples is not None and (not isinstance(num_examples, int) or num_examples <= 0):
         raise ValueError(f"num_examples must be None or a positive int, got {num_examples!r}")
     if not isinstance(min_freq, int) or min_freq < 0:
@@ -272,6 +136,11 @@ def load_translation_data(
             f"val_fraction + test_fraction must be < 1, got {val_fraction} + {test_fraction}"
         )
 
+    if tokenizer == "sentencepiece":
+        return _subword_data(
+            data, num_examples, max_len, val_fraction, test_fraction, seed, num_pairs,
+            vocab_size, subword_type, joint_vocab, subword,
+        )  # fmt: skip
     malformed = 0
     if data is None:
         from attnkit.data.synthetic_fr import generate_pairs
@@ -313,6 +182,63 @@ def load_translation_data(
         num_malformed=malformed,
         source=source,
     )
+
+
+def _subword_data(
+    data, num_examples, max_len, val_fraction, test_fraction, seed, num_pairs,
+    vocab_size, subword_type, joint_vocab, subword,
+) -> TranslationData:  # fmt: skip
+    """The subword branch of :func:`load_translation_data`.
+
+    Text as written -> :func:`normalize_source` / :func:`normalize_target` -> splits that
+    never share a normalized sentence -> SentencePiece trained on the training split ->
+    pieces; pairs longer than ``max_len`` pieces (with ``<eos>``) on either side are
+    dropped from every split (``num_dropped``). Each split keeps its normalized text
+    (``texts``): test BLEU is computed on it, detokenized, never on pieces.
+    """
+    malformed = 0
+    if data is None:
+        from attnkit.data.synthetic_fr import generate_pairs
+
+        n = num_pairs if num_examples is None else min(num_pairs, num_examples)
+        raw = generate_pairs(n, seed)
+        source = "generated"
+    else:
+        path = download_fra() if str(data) == "download" else Path(data)
+        source = "download" if str(data) == "download" else str(path)
+        raw, report = read_text_pairs(read_fra(path), num_examples, source=str(path))
+        malformed = report.malformed
+    texts = [(normalize_source(en), normalize_target(fr)) for en, fr in raw]
+    parts = split_by_source([([en], [fr]) for en, fr in texts], val_fraction, test_fraction, seed)
+    train_texts = [texts[i] for i in parts[0]]
+    if not train_texts:
+        raise ValueError(f"the training split of {source} is empty ({len(texts)} pairs)")
+    _check_not_empty(source, len(texts), 0, len(parts[0]), *zip(parts[1:], (val_fraction, test_fraction)))  # fmt: skip
+    if subword is None:
+        subword = SubwordTokenizer.train(
+            [en for en, _ in train_texts], [fr for _, fr in train_texts],
+            vocab_size=vocab_size, model_type=subword_type, joint=joint_vocab, seed=seed,
+        )  # fmt: skip
+    splits: dict[str, list[Pair]] = {}
+    kept_texts: dict[str, list[tuple[str, str]]] = {}
+    dropped = 0
+    for name, idx in zip(("train", "val", "test"), parts):
+        splits[name], kept_texts[name] = [], []
+        for i in idx:
+            en, fr = texts[i]
+            pair = (subword.encode_source(en), subword.encode_target(fr))
+            if len(pair[0]) < max_len and len(pair[1]) < max_len:
+                splits[name].append(pair)
+                kept_texts[name].append((en, fr))
+            else:
+                dropped += 1
+    if dropped:
+        log.info("dropped %d of %d pairs longer than max_len=%d pieces", dropped, len(texts), max_len)  # fmt: skip
+    return TranslationData(
+        subword.src_vocab, subword.tgt_vocab, splits["train"], splits["val"], splits["test"],
+        max_len, num_dropped=dropped, num_malformed=malformed, source=source,
+        tokenizer=subword, texts=kept_texts,
+    )  # fmt: skip
 
 
 def _check_not_empty(

@@ -54,11 +54,19 @@ class TranslateRequest(BaseModel):
     allow_unknown: StrictBool = Field(
         False, description="Translate words missing from the vocabulary as <unk> (else a 422)."
     )
+    merge_pieces: StrictBool = Field(
+        False,
+        description="Subword models: maps over words instead of pieces (attention to a word "
+        "= sum over its pieces; attention from a word = mean of its pieces' rows).",
+    )
 
 
 class TranslateResponse(BaseModel):
     text: str = Field(description="The input text as received.")
-    translation: str = Field(description="The French translation, tokens joined by spaces.")
+    translation: str = Field(
+        description="The French translation (word models: tokens joined by spaces; "
+        "subword models: detokenized text)."
+    )
     beam_size: int
     finished: bool = Field(description="False when decoding stopped at the length limit.")
     seconds: float = Field(description="Time spent decoding and recording attention.")
@@ -76,11 +84,14 @@ class TranslateResponse(BaseModel):
 
 class InfoResponse(BaseModel):
     arch: str
+    tokenizer: str = Field(description='"word" or "sentencepiece" (subword pieces).')
     model_config_: dict[str, Any] = Field(alias="model_config")
     src_vocab_size: int
     tgt_vocab_size: int
     max_chars: int
-    max_tokens: int = Field(description="Most English words (punctuation included) per text.")
+    max_tokens: int = Field(
+        description="Most English words (punctuation included), or subword pieces, per text."
+    )
     max_beam: int
     device: str
 
@@ -244,7 +255,7 @@ def create_app_for_service(service: ModelService) -> FastAPI:
         """Translate one sentence and return every attention map as nested lists."""
         try:
             result = await run_in_threadpool(
-                service.translate, req.text, req.beam_size, req.allow_unknown
+                service.translate, req.text, req.beam_size, req.allow_unknown, req.merge_pieces
             )
         except InputError as e:
             return _error(422, str(e), e.field)

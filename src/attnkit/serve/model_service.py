@@ -21,8 +21,9 @@ import torch
 from torch import nn
 
 from attnkit.attention_maps import attention_maps
+from attnkit.attention_maps import merge_pieces as pieces_to_words
 from attnkit.beam_search import BeamSearch
-from attnkit.data.translation import TranslationData, preprocess_nmt
+from attnkit.data.translation import TranslationData
 
 __all__ = [
     "CheckpointLoadError",
@@ -128,7 +129,7 @@ class ModelService:
 
         try:
             model, cfg = load_model(directory, device=device)
-            data = TranslationData.from_dict(cfg["data"])
+            data = TranslationData.from_dict(cfg["data"], directory)
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
             # another task's checkpoint (a language model) is named as such by load_model
             reason = e.args[0] if isinstance(e, KeyError) and e.args else e
@@ -137,12 +138,18 @@ class ModelService:
 
     @property
     def max_tokens(self) -> int:
-        """The most source words per sentence (``<eos>`` is added to them)."""
+        """The most source words (or subword pieces) per sentence (``<eos>`` is added)."""
         return self.data.max_len - 1
+
+    @property
+    def tokenizer(self) -> str:
+        """ "word" (the book's words) or "sentencepiece" (subword pieces)."""
+        return "word" if self.data.tokenizer is None else "sentencepiece"
 
     def info(self) -> dict[str, Any]:
         return {
             "arch": self.arch,
+            "tokenizer": self.tokenizer,
             "model_config": self.model_config,
             "src_vocab_size": len(self.data.src_vocab),
             "tgt_vocab_size": len(self.data.tgt_vocab),
@@ -168,19 +175,22 @@ class ModelService:
                 "text",
                 f"text has {len(text)} characters, more than the limit of {self.max_chars}",
             )
-        words = preprocess_nmt(text).split()
+        words = self.data.source_tokens(text)
         if not words:
             raise InputError("text", "text is empty: type an English sentence")
         if len(words) > self.max_tokens:
+            unit = "words (punctuation included)" if self.data.tokenizer is None else "pieces"
             raise InputError(
                 "text",
-                f"text has {len(words)} words (punctuation included), more than the "
-                f"limit of {self.max_tokens} for this model",
+                f"text has {len(words)} {unit}, more than the limit of {self.max_tokens} "
+                "for this model",
             )
         if not 1 <= beam_size <= self.max_beam:
             raise InputError(
                 "beam_size", f"beam_size must be between 1 and {self.max_beam}, got {beam_size}"
             )
+        if self.data.tokenizer is not None:  # subwords spell every word (bytes at worst)
+            return []
         unknown = list(dict.fromkeys(w for w in words if w not in self.data.src_vocab))
         if unknown and not allow_unknown:
             hidden = dict.fromkeys(c for w in unknown for c in w if not c.isprintable())
@@ -197,8 +207,16 @@ class ModelService:
             )
         return unknown
 
-    def translate(self, text: str, beam_size: int = 1, allow_unknown: bool = False) -> Translation:
-        """Translate ``text`` (greedy for ``beam_size`` 1, else beam search) with its maps."""
+    def translate(
+        self,
+        text: str,
+        beam_size: int = 1,
+        allow_unknown: bool = False,
+        merge_pieces: bool = False,
+    ) -> Translation:
+        """Translate ``text`` (greedy for ``beam_size`` 1, else beam search) with its maps;
+        ``merge_pieces``: maps over words instead of subword pieces
+        (:func:`attnkit.attention_maps.merge_pieces`)."""
         unknown = self.check(text, beam_size, allow_unknown)
         with self._lock, torch.inference_mode():
             start = time.perf_counter()
@@ -209,6 +227,8 @@ class ModelService:
             seconds = time.perf_counter() - start
         if tokens is None:  # greedy: finished when the outputs end with <eos>
             finished = bool(maps.outputs) and maps.outputs[-1] == "<eos>"
+        if merge_pieces:
+            maps = pieces_to_words(maps)
         return Translation(maps.translation, beam_size, seconds, finished, unknown, maps.to_json())
 
     def _beam(self, text: str, beam_size: int) -> tuple[list[int], bool]:

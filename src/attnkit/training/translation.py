@@ -348,7 +348,9 @@ def evaluate_split(
 ) -> dict[str, float]:
     """Mean token loss (teacher forcing) and corpus BLEU of greedy decodes on ``split``.
 
-    BLEU decodes the first ``max_sentences`` pairs of the split (all if None). Sums are
+    BLEU decodes the first ``max_sentences`` pairs of the split (all if None): the book's
+    tokens as they are for word-level data, sacreBLEU's 13a on detokenized text for
+    subwords (``data.bleu_tokenize``). Sums are
     all-reduced across ranks; each rank scores and decodes its share. An empty split
     gives NaN for both.
     """
@@ -366,23 +368,28 @@ def evaluate_split(
         src, src_len, tgt, tgt_len = batch.to(device).astuple()
         totals[0] += teacher_forcing_loss(model, src, src_len, tgt, tgt_len, bos_id, "sum")
         totals[1] += tgt_len.sum()
-    pairs = list(getattr(data, split))
+    sources, refs = _texts(data, split)
     if max_sentences is not None:
-        pairs = pairs[:max_sentences]
-    pairs = pairs[rank::world]
+        sources, refs = sources[:max_sentences], refs[:max_sentences]
+    sources, refs = sources[rank::world], refs[rank::world]
     stats = torch.zeros(10, dtype=torch.float64, device=device)
-    if pairs:
-        hyps, _ = translate(
-            model, data, [" ".join(src) for src, _ in pairs],
-            max_len=getattr(cfg, "max_decode_len", None),
-        )  # fmt: skip
-        stats += torch.tensor(bleu_stats(hyps, [" ".join(tgt) for _, tgt in pairs]))
+    if sources:
+        hyps, _ = translate(model, data, sources, max_len=getattr(cfg, "max_decode_len", None))
+        stats += torch.tensor(bleu_stats(hyps, refs, getattr(data, "bleu_tokenize", "none")))
     engine._all_reduce(totals)
     engine._all_reduce(stats)
     model.train(was_training)
     loss = float(totals[0] / totals[1]) if totals[1] > 0 else float("nan")
     bleu = bleu_from_stats(stats.tolist()) if stats[9] > 0 else float("nan")  # no references
     return {"loss": loss, "bleu": bleu, "tokens": float(totals[1])}
+
+
+def _texts(data, split: str) -> tuple[list[str], list[str]]:
+    """(source sentences, reference translations) of ``split`` as text."""
+    if hasattr(data, "sources"):
+        return data.sources(split), data.references(split)
+    pairs = list(getattr(data, split))  # a duck-typed data object: the book's tokens
+    return [" ".join(s) for s, _ in pairs], [" ".join(t) for _, t in pairs]
 
 
 def plot_history(history: dict[str, list[float]], path: str | Path, title: str) -> None:

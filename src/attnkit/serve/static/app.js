@@ -197,6 +197,7 @@ async function onTranslate(ev) {
       text: $("text").value,
       beam_size: Number($("beam").value),
       allow_unknown: $("allow-unknown").checked,
+      merge_pieces: $("merge-pieces").checked,
     });
     showResult(res);
     document.body.dataset.state = "done";
@@ -221,8 +222,13 @@ async function loadInfo() {
     const info = await api("/api/info");
     state.info = info;
     const cfg = Object.entries(info.model_config).map(([k, v]) => `${k}=${v}`).join(", ");
+    const subword = info.tokenizer === "sentencepiece";
+    const unit = subword ? "subword pieces" : "words";
     $("model-info").textContent = `${info.arch} (${cfg}) · vocabularies ${info.src_vocab_size} EN / ` +
-      `${info.tgt_vocab_size} FR · at most ${info.max_tokens} words`;
+      `${info.tgt_vocab_size} FR ${unit} · at most ${info.max_tokens} ${unit}`;
+    // subword models: no unknown words; the maps can show pieces or whole words
+    $("allow-unknown-label").hidden = subword;
+    $("merge-pieces-label").hidden = !subword;
     $("text").maxLength = info.max_chars;
     const beams = [["1", "greedy"]];
     for (let k = 2; k <= info.max_beam; k++) beams.push([String(k), `beam ${k}`]);
@@ -305,6 +311,10 @@ document.addEventListener("DOMContentLoaded", () => {
   $("text").addEventListener("input", updateCount);
   $("layer").addEventListener("change", drawMaps);
   $("head").addEventListener("change", drawMaps);
+  // pieces <-> words: ask again for the sentence on screen
+  $("merge-pieces").addEventListener("change", () => {
+    if (!$("result").hidden) $("translate-form").requestSubmit();
+  });
   $("width").addEventListener("input", updateNW);
   $("tab-translate").addEventListener("click", () => selectTab("translate"));
   $("tab-nw").addEventListener("click", () => selectTab("nw"));

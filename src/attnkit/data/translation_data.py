@@ -1,0 +1,230 @@
+"""``TranslationData``: the vocabularies (or subword models), splits and batches of an
+English -> French corpus; built by :func:`attnkit.data.translation.load_translation_data`.
+
+Shape legend: B batch, S source length, T target length.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from torch import Tensor
+
+from attnkit.data.batching import Pair, TranslationBatch, bucket_batches, pad_ids
+from attnkit.data.fra import preprocess_nmt
+from attnkit.data.subword import SubwordTokenizer
+from attnkit.data.text import Vocab
+
+__all__ = ["TranslationData"]
+
+
+class TranslationData:
+    """Vocabularies, splits and batches of an English -> French corpus.
+
+    ``train``/``val``/``test`` hold ``(source tokens, target tokens)`` pairs in the
+    book's preprocessed form, without ``<eos>``. ``max_len`` bounds each side's
+    length *including* ``<eos>``. Build it with :func:`load_translation_data`.
+    """
+
+    def __init__(
+        self,
+        src_vocab: Vocab,
+        tgt_vocab: Vocab,
+        train: list[Pair],
+        val: list[Pair],
+        test: list[Pair],
+        max_len: int,
+        *,
+        num_dropped: int = 0,
+        num_malformed: int = 0,
+        source: str = "",
+        tokenizer: SubwordTokenizer | None = None,
+        texts: dict[str, list[tuple[str, str]]] | None = None,
+    ) -> None:
+        self.src_vocab = src_vocab
+        self.tgt_vocab = tgt_vocab
+        self.train = train
+        self.val = val
+        self.test = test
+        self.max_len = max_len
+        self.num_dropped = num_dropped  # pairs longer than max_len, dropped at load
+        self.num_malformed = num_malformed  # malformed lines skipped at load
+        self.source = source  # "generated", a file path, or "download"
+        # subwords: the SentencePiece models, and each split's normalized (source, target)
+        # text (what translations are made from and scored against); None: word level
+        self.tokenizer = tokenizer
+        self.texts = texts or {}
+        self._cache: dict[str, tuple[list[list[int]], list[list[int]]]] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"TranslationData(source={self.source!r}, train={len(self.train)}, "
+            f"val={len(self.val)}, test={len(self.test)}, |src_vocab|={len(self.src_vocab)}, "
+            f"|tgt_vocab|={len(self.tgt_vocab)}, max_len={self.max_len}, "
+            f"dropped={self.num_dropped}{', ' + repr(self.tokenizer) if self.tokenizer else ''})"
+        )
+
+    def split(self, name: str) -> list[Pair]:
+        if name not in ("train", "val", "test"):
+            raise ValueError(f"split must be 'train', 'val' or 'test', got {name!r}")
+        return getattr(self, name)
+
+    def _encoded(self, name: str) -> tuple[list[list[int]], list[list[int]]]:
+        if name not in self._cache:
+            eos_s, eos_t = self.src_vocab["<eos>"], self.tgt_vocab["<eos>"]
+            pairs = self.split(name)
+            src = [self.src_vocab[s] + [eos_s] for s, _ in pairs]
+            tgt = [self.tgt_vocab[t] + [eos_t] for _, t in pairs]
+            self._cache[name] = (src, tgt)
+        return self._cache[name]
+
+    def batches(
+        self,
+        split: str,
+        batch_tokens: int,
+        *,
+        shuffle: bool = True,
+        seed: int = 0,
+        epoch: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> list[TranslationBatch]:
+        """Length-bucketed batches of one split; see :func:`bucket_batches`.
+
+        ``batch_tokens`` bounds each (global) batch's padded source + target tokens
+        (``B * (S + T)``, ``<eos>`` included). Every pair of the split is in exactly one
+        batch per epoch; with ``world_size > 1`` each rank gets its rows of every global
+        batch (see :func:`bucket_batches`).
+        """
+        src, tgt = self._encoded(split)
+        lengths = [(len(s), len(t)) for s, t in zip(src, tgt)]
+        groups = bucket_batches(
+            lengths,
+            batch_tokens,
+            shuffle=shuffle,
+            seed=seed,
+            epoch=epoch,
+            rank=rank,
+            world_size=world_size,
+        )
+        pad_s, pad_t = self.src_vocab["<pad>"], self.tgt_vocab["<pad>"]
+        out = []
+        for idx in groups:
+            s, s_len = pad_ids([src[i] for i in idx], pad_s)  # (B, S), (B,)
+            t, t_len = pad_ids([tgt[i] for i in idx], pad_t)  # (B, T), (B,)
+            out.append(TranslationBatch(s, s_len, t, t_len))
+        return out
+
+    def encode_source(self, sentences: list[str]) -> tuple[Tensor, Tensor]:
+        """Raw English sentences -> ``(src (B, S) long, src_len (B,) long)``.
+
+        Word level: each sentence goes through :func:`preprocess_nmt` and a whitespace
+        split (unknown words become ``<unk>``); subwords: :func:`normalize_source` and the
+        SentencePiece model (nothing is unknown). Each gets ``<eos>`` and is right-padded
+        with ``<pad>``.
+
+        Raises:
+            ValueError: an empty list, an empty sentence, or a sentence longer than
+                ``max_len`` tokens with ``<eos>``.
+        """
+        if isinstance(sentences, str) or not sentences:
+            raise ValueError(f"sentences must be a non-empty list of str, got {sentences!r}")
+        eos = self.src_vocab["<eos>"]
+        ids = []
+        for sentence in sentences:
+            tokens = self.source_tokens(sentence)
+            if not tokens:
+                raise ValueError(f"cannot translate an empty sentence: {sentence!r}")
+            if len(tokens) + 1 > self.max_len:
+                raise ValueError(
+                    f"sentence {sentence!r} has {len(tokens)} {self.unit} + <eos>, more than "
+                    f"max_len={self.max_len}"
+                )
+            ids.append(self.src_vocab[tokens] + [eos])
+        return pad_ids(ids, self.src_vocab["<pad>"])
+
+    @property
+    def unit(self) -> str:
+        """What a token is: "words" (the book's tokens) or "pieces" (subwords)."""
+        return "words" if self.tokenizer is None else "pieces"
+
+    @property
+    def bleu_tokenize(self) -> str:
+        """sacreBLEU's tokenizer for this data: "none" (word level: the book's tokens are
+        scored as they are) or "13a" (subwords: detokenized text, the standard one)."""
+        return "none" if self.tokenizer is None else "13a"
+
+    def source_tokens(self, sentence: str) -> list[str]:
+        """One raw English sentence -> its tokens (words or pieces), no ``<eos>``."""
+        if self.tokenizer is not None:
+            return self.tokenizer.encode_source(sentence)
+        return preprocess_nmt(sentence).split()
+
+    def sources(self, split: str) -> list[str]:
+        """The source sentences of ``split`` as text (what ``encode_source`` takes)."""
+        if self.tokenizer is not None:
+            return [s for s, _ in self.texts[split]]
+        return [" ".join(s) for s, _ in self.split(split)]
+
+    def references(self, split: str) -> list[str]:
+        """The reference translations of ``split`` as text (what BLEU compares with)."""
+        if self.tokenizer is not None:
+            return [t for _, t in self.texts[split]]
+        return [" ".join(t) for _, t in self.split(split)]
+
+    def detokenize(self, ids: Sequence[int] | Tensor) -> str:
+        """Decoded target ids (``<eos>`` excluded) -> the translation's text: the words
+        joined by spaces, or the pieces decoded by SentencePiece."""
+        if isinstance(ids, Tensor):
+            ids = ids.tolist()
+        if self.tokenizer is not None:
+            return self.tokenizer.decode_target(ids)
+        return " ".join(self.tgt_vocab.to_tokens(list(ids)))
+
+    def decode_target(self, ids: Sequence[int] | Tensor) -> str:
+        """Target ids -> sentence, stopping at ``<eos>`` and skipping ``<pad>``/``<bos>``."""
+        if isinstance(ids, Tensor):
+            ids = ids.tolist()
+        if self.tokenizer is not None:
+            return self.tokenizer.decode_target(ids)
+        words = []
+        for i in ids:
+            token = self.tgt_vocab.to_tokens(int(i))
+            if token == "<eos>":
+                break
+            if token not in ("<pad>", "<bos>"):
+                words.append(token)
+        return " ".join(words)
+
+    def to_dict(self) -> dict:
+        """Vocabularies and ``max_len`` as plain JSON-able data (for checkpoints); with
+        subwords also the tokenizer's record (its files: :meth:`SubwordTokenizer.save`)."""
+        d = {
+            "src_vocab": self.src_vocab.to_dict(),
+            "tgt_vocab": self.tgt_vocab.to_dict(),
+            "max_len": self.max_len,
+        }
+        if self.tokenizer is not None:
+            d["tokenizer"] = self.tokenizer.meta()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict, directory: str | os.PathLike | None = None) -> TranslationData:
+        """Inverse of :meth:`to_dict`; the splits are empty. A subword record loads its
+        tokenizer files from the checkpoint ``directory``."""
+        tokenizer = None
+        if d.get("tokenizer") is not None:
+            if directory is None:
+                raise ValueError("a subword checkpoint's data needs its directory to load")
+            tokenizer = SubwordTokenizer.load(directory, d["tokenizer"])
+        return cls(
+            Vocab.from_dict(d["src_vocab"]),
+            Vocab.from_dict(d["tgt_vocab"]),
+            [],
+            [],
+            [],
+            int(d["max_len"]),
+            source="checkpoint",
+            tokenizer=tokenizer,
+        )
