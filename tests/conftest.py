@@ -56,3 +56,28 @@ def free_port() -> Callable[[], int]:
             return s.getsockname()[1]
 
     return pick
+
+
+def _written(sentence: str, french: bool) -> str:
+    """A generated book-form sentence ("the cat is happy .") written the ordinary way:
+    a capital, the final mark attached in English, a narrow no-break space in French."""
+    words = sentence.split()
+    text, mark = " ".join(words[:-1]), words[-1]
+    space = "\u202f" if french and mark in "!?" else ""
+    return text[0].upper() + text[1:] + space + mark
+
+
+@pytest.fixture(scope="session")
+def real_format_file(tmp_path_factory) -> Callable[..., Path]:
+    """A function writing ``n`` pairs in the real ``fra.txt`` format (capitals, attached
+    English punctuation, French narrow no-break spaces), made from the generated corpus."""
+    from attnkit.data.synthetic_fr import generate_pairs
+
+    def write(n: int = 400, seed: int = 0) -> Path:
+        path = tmp_path_factory.mktemp("fra") / "fra.txt"
+        pairs = generate_pairs(n, seed)
+        lines = [f"{_written(en, False)}\t{_written(fr, True)}" for en, fr in pairs]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return path
+
+    return write

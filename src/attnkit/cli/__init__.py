@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (ValueError, TypeError, FileNotFoundError, RuntimeError) as e:
+    except (ValueError, TypeError, OSError, RuntimeError) as e:  # OSError: files, folders
         if getattr(args, "debug", False):
             raise
         print(f"attnkit {args.command}: error: {e}", file=sys.stderr)

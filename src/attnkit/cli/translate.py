@@ -24,7 +24,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from attnkit.cli.translate_infer import check_device, run_eval, run_run
+from attnkit.cli.translate_infer import check_device, run_average, run_eval, run_run
 
 __all__ = ["register", "run_train"]
 
@@ -112,7 +112,9 @@ def register(sub) -> None:
     t.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --out")
     t.add_argument(
         "--preset",
-        help="named model config of the arch (transformer: book, small, base); flags override it",
+        help="named recipe of the arch (transformer: book, small, base): its model config, and "
+        "for base the training settings for real data (attnkit.training.presets); flags "
+        "override it",
     )
     t.add_argument(
         "--nproc",
@@ -183,6 +185,16 @@ def register(sub) -> None:
     e.add_argument("--debug", action="store_true", help="show tracebacks")
     e.set_defaults(func=run_eval)
 
+    a = verbs.add_parser(
+        "average", help="average the weights of a run's last N snapshots into a new checkpoint"
+    )
+    a.add_argument("--checkpoint", required=True, metavar="DIR", help="a run trained with "
+                   "--snapshot-every-steps or --snapshot-every-minutes")  # fmt: skip
+    a.add_argument("--last", type=int, required=True, metavar="N", help="snapshots to average")
+    a.add_argument("--out", required=True, metavar="DIR", help="the new checkpoint folder")
+    a.add_argument("--debug", action="store_true", help="show tracebacks")
+    a.set_defaults(func=run_average)
+
     r = verbs.add_parser("run", help="translate sentences with a checkpoint")
     r.add_argument("--checkpoint", required=True, metavar="DIR")
     r.add_argument("sentences", nargs="*", metavar="SENTENCE", help='e.g. "I lost."')
@@ -251,6 +263,7 @@ def run_train(args: argparse.Namespace) -> int:
     from attnkit.data.translation import load_translation_data
     from attnkit.models.registry import arch_config, build_model
     from attnkit.training.checkpoint import read_checkpoint_config
+    from attnkit.training.presets import preset_settings
     from attnkit.training.translation import TrainConfig, Trainer
 
     if args.device is not None:
@@ -261,6 +274,9 @@ def run_train(args: argparse.Namespace) -> int:
     if args.nproc is not None and args.nproc > 1 and world == 1:
         # relaunch this very command in N processes (what torchrun would do)
         return distributed.launch(args.nproc, distributed.without_nproc(args.argv))
+    budget = args.time_budget_s
+    if budget is not None and not (math.isfinite(budget) and budget > 0):
+        raise ValueError(f"--time-budget must be a positive number of seconds, got {budget:g}")
     if args.threads is not None:
         if args.threads < 1:
             raise ValueError(f"--threads must be positive, got {args.threads}")
@@ -292,10 +308,13 @@ def run_train(args: argparse.Namespace) -> int:
         )
 
     overrides = _model_overrides(args, arch)
+    preset_train: dict[str, Any] = {}
+    preset_data: dict[str, Any] = {}
     if args.preset is not None:
         if previous is not None:
             raise ValueError("--preset cannot be combined with --resume (the checkpoint has one)")
-        overrides = {**_preset(arch, args.preset), **overrides}
+        preset_model, preset_train, preset_data = preset_settings(arch, args.preset)
+        overrides = {**preset_model, **overrides}
     if previous is not None:
         model_config = dict(previous["model_config"])
         changed = {k: v for k, v in overrides.items() if model_config.get(k) != v}
@@ -321,12 +340,14 @@ def run_train(args: argparse.Namespace) -> int:
                 data_args[key] = getattr(args, key)
         if args.separate_vocab:
             data_args["joint_vocab"] = False
+        if data_args.get("tokenizer") == "sentencepiece":
+            data_args = {**preset_data, **data_args}
         flags = {"vocab_size": "--vocab-size", "subword_type": "--subword-type",
                  "joint_vocab": "--separate-vocab"}  # fmt: skip
         given = [flag for key, flag in flags.items() if key in data_args]
         if given and data_args.get("tokenizer") != "sentencepiece":
             raise ValueError(f"{', '.join(given)}: only with --tokenizer sentencepiece")
-        train_dict = {**TrainConfig().to_dict(), **_DEFAULT_TRAIN}
+        train_dict = {**TrainConfig().to_dict(), **_DEFAULT_TRAIN, **preset_train}
     if previous is not None and (args.data is not None and args.data != data_args.get("data")):
         raise ValueError(
             f"checkpoint {out} was trained on {data_args.get('data')!r}, not {args.data!r}"
@@ -361,16 +382,6 @@ def run_train(args: argparse.Namespace) -> int:
         distributed.cleanup()
 
 
-def _preset(arch: str, name: str) -> dict[str, Any]:
-    if arch != "transformer":
-        raise ValueError(f"--preset is for --arch transformer, not {arch!r}")
-    from attnkit.models.transformer import PRESETS
-
-    if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS)}")
-    return dataclasses.asdict(PRESETS[name])
-
-
 def _fit(trainer, previous, out: Path, config, say) -> int:
     if previous is not None and trainer.resume(out):
         where = f" batch {trainer.batch_in_epoch}" if trainer.batch_in_epoch else ""
@@ -385,5 +396,12 @@ def _fit(trainer, previous, out: Path, config, say) -> int:
         if math.isnan(val_loss)
         else f"val loss {val_loss:.3f}, val BLEU {val_bleu:.1f}"
     )
-    say(f"saved {out}: epoch {trainer.epoch}, {val}")
+    where = f"epoch {trainer.epoch}"
+    if trainer.batch_in_epoch:
+        where += f" + {trainer.batch_in_epoch} batches"
+    minutes = trainer.train_seconds() / 60
+    say(f"saved {out}: {where}, step {trainer.step}, {minutes:.1f} min of training, {val}")
+    if getattr(trainer, "stopped_by_budget", False):
+        say(f"stopped by --time-budget; `attnkit translate eval --checkpoint {out}` scores "
+            f"the test split, `--resume` trains on")  # fmt: skip
     return 0

@@ -34,6 +34,7 @@ __all__ = ["MODEL_TYPES", "SubwordTokenizer"]
 MODEL_TYPES = ("unigram", "bpe")
 _SPECIALS = {"<unk>": 0, "<pad>": 1, "<bos>": 2, "<eos>": 3}
 _TOO_HIGH = re.compile(r"Vocabulary size too high \((\d+)\)\. Please set it to a value <= (\d+)")
+_TOO_LOW = re.compile(r"Vocabulary size is smaller than required_chars\. (\d+) vs (\d+)")
 
 
 def _spm():
@@ -78,6 +79,12 @@ def _train_proto(
                 f"--vocab-size {vocab_size} is too large for the {what} "
                 f"({len(lines):,} sentences): SentencePiece can make at most {found.group(2)} "
                 f"pieces of it; use --vocab-size {found.group(2)} or less"
+            ) from None
+        found = _TOO_LOW.search(str(e))
+        if found:
+            raise ValueError(
+                f"--vocab-size {vocab_size} is too small for the {what}: its characters and "
+                f"the special and byte pieces need {found.group(2)}; use more"
             ) from None
         raise ValueError(f"training the {what} SentencePiece model failed: {e}") from None
     return buffer.getvalue()

@@ -232,6 +232,11 @@ def _subword_data(
                 kept_texts[name].append((en, fr))
             else:
                 dropped += 1
+    if not splits["train"]:
+        raise ValueError(
+            f"the training split of {source} is empty: all its {len(train_texts)} pairs are "
+            f"longer than max_len={max_len} pieces (with <eos>); raise --max-len"
+        )
     if dropped:
         log.info("dropped %d of %d pairs longer than max_len=%d pieces", dropped, len(texts), max_len)  # fmt: skip
     return TranslationData(

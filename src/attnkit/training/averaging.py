@@ -16,16 +16,18 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from attnkit.training.checkpoint import read_checkpoint_config, save_checkpoint
+from attnkit.training.checkpoint import atomic_write, read_checkpoint_config, save_checkpoint
 from attnkit.training.snapshots import INDEX_NAME, SNAPSHOT_DIR, read_index
 
 __all__ = ["average_checkpoint", "average_state_dicts", "list_snapshots"]
 
+CARRIED_FILES = "tokenizer-*"  # files beside the weights that a checkpoint needs (subwords)
 # written by save_checkpoint itself
 _RECORD_KEYS = ("format", "version", "files", "sha256")
 
@@ -121,7 +123,8 @@ def average_checkpoint(directory: str | os.PathLike, last: int, out: str | os.Pa
 
     config.json keeps the source checkpoint's fields and adds ``"averaged":
     {"snapshots": [steps], "source": directory}``; there is no trainer state (it cannot
-    be resumed). ``out`` must not exist yet (or be an empty folder).
+    be resumed). The files a checkpoint carries beside its weights (``tokenizer-*``: the
+    subword models) are copied. ``out`` must not exist yet (or be an empty folder).
     """
     if isinstance(last, bool) or not isinstance(last, int) or last < 1:
         raise ValueError(f"last must be a positive int, got {last!r}")
@@ -139,4 +142,7 @@ def average_checkpoint(directory: str | os.PathLike, last: int, out: str | os.Pa
     state = average_state_dicts(_load_snapshot(s) for s in chosen)
     record = {k: v for k, v in config.items() if k not in _RECORD_KEYS}
     record["averaged"] = {"snapshots": [s["step"] for s in chosen], "source": str(directory)}
+    out.mkdir(parents=True, exist_ok=True)
+    for extra in sorted(directory.glob(CARRIED_FILES)):  # config.json names them by sha256
+        atomic_write(out / extra.name, lambda tmp, src=extra: shutil.copyfile(src, tmp))
     return save_checkpoint(out, record, state)

@@ -28,15 +28,8 @@ partial totals, the carried state gathered over ranks, the loader's RNG state at
 epoch's start, torch/Python/NumPy RNG states) and ``TrainingInterrupted`` is raised;
 ``resume`` continues bit-exactly, with any number of processes. A second Ctrl-C stops at once.
 
-Accumulation (``accum_steps=N``): ``train_step(batch, carry, first, last)`` is one micro-batch;
-it backpropagates the raw ``loss_sum`` (over a number denominator: divided) and sums the
-counts on the device; the group's last scales the gradients once by 1/total (foreach): the
-update of the global token mean of the N batches. Leftover batches make a shorter last group;
-under DDP the others run under ``no_sync``, the total rides on the stop flags' all-reduce.
-Stops (signal, budget) wait for the group's end: resume stays exact.
-
-``precision="bf16"``: ``task.loss`` of each step under ``torch.autocast`` (bfloat16); the
-parameters, gradients and optimizer stay fp32; evaluation is untouched.
+Accumulation (``accum_steps``) and bf16 autocast (``precision``): see
+``attnkit.training.engine_step``; checkpoints: ``attnkit.training.engine_state``.
 
 ``time_budget_s`` (seconds from the start of ``fit``; under DDP rank 0's clock, on the same
 all-reduce): after the step that uses it up, the run stops as after a Ctrl-C but evaluates
@@ -52,25 +45,17 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from pathlib import Path
-from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from attnkit.training.checkpoint import (
-    CONFIG_NAME,
-    get_rng_state,
-    load_checkpoint,
-    load_model_state,
-    save_checkpoint,
-    set_rng_state,
-)
+from attnkit.training.checkpoint import get_rng_state, set_rng_state
 from attnkit.training.config import EngineConfig
+from attnkit.training.engine_state import EngineState
+from attnkit.training.engine_step import GradientSteps
 from attnkit.training.optim import (
     flatten_parameters,
-    lr_at,
     make_optimizer,
     model_parameters,
 )
@@ -130,7 +115,7 @@ def _show_bars() -> bool:
     return sys.stdout.isatty() and sys.stderr.isatty()
 
 
-class Engine:
+class Engine(GradientSteps, EngineState):
     """Train ``model`` on ``task`` (see the module docstring).
 
     ``optimizer``: an optimizer, a callable ``updater(batch_size)`` (called with 1: the
@@ -213,96 +198,6 @@ class Engine:
             self._autocast = lambda: torch.autocast(**bf16)
 
     # ------------------------------------------------------------------ training
-    def train_step(
-        self, batch, carry=None, first: bool = True, last: bool = True
-    ) -> tuple[Tensor, Tensor, Any]:
-        """One micro-batch: the optimizer step when ``last`` (both True: one batch a step).
-
-        Returns (summed loss, tokens, carry), detached, no host sync.
-        """
-        with self._autocast():
-            out = self.task.loss(self, batch, carry)
-        if out.loss_sum.dtype in (torch.bfloat16, torch.float16):
-            out.loss_sum = out.loss_sum.float()
-        tokens = torch.as_tensor(out.tokens, device=out.loss_sum.device)
-        denominator = tokens if out.denominator is None else out.denominator
-        if first and self._flat_grad is not None:
-            self._flat_grad.zero_()
-        elif first:
-            for p in self.params:
-                p.grad = None
-        if not (first and last):
-            self._accumulate(out.loss_sum, denominator, first, last)
-        elif self.world_size > 1:
-            # DDP averages the ranks' gradients: scale each rank's sum by world / the
-            # global denominator (a tensor is this rank's count: summed over ranks; a
-            # number is the global batch's). The same all-reduce tells every rank whether
-            # any of them was asked to stop, so all stop after the same step (the one
-            # host sync of a DDP step).
-            counted = isinstance(denominator, Tensor)
-            zero = tokens.new_zeros((), dtype=torch.float64)
-            packed = self._agree(denominator.to(torch.float64) if counted else zero)
-            total = packed[0].clamp(min=1) if counted else float(denominator)
-            scale = self.world_size / total
-            (out.loss_sum * scale).backward()
-        elif out.denominator is None:  # the token mean; a batch without tokens adds nothing
-            (out.loss_sum / tokens.clamp(min=1)).backward()
-        elif isinstance(denominator, int | float) and denominator == 1:
-            out.loss_sum.backward()
-        else:
-            (out.loss_sum / denominator).backward()
-        if last:
-            self._optimizer_step()
-        return out.loss_sum.detach(), tokens, out.carry
-
-    def _agree(self, denominator: Tensor) -> Tensor:
-        """All-reduce [denominator, stop asked, rank 0's budget used up] (DDP's host sync)."""
-        flags = [float(self._stop.requested), float(self.is_main and self._budget_used())]
-        packed = torch.cat([denominator.reshape(1), denominator.new_tensor(flags)])
-        dist.all_reduce(packed)
-        self._stop_now, self._budget_now = bool(packed[1] > 0), bool(packed[2] > 0)
-        return packed
-
-    def _accumulate(self, loss_sum: Tensor, denominator, first: bool, last: bool) -> None:
-        """Backward of one micro-batch of a group; the last one scales the summed gradients
-        by (world /) the group's total denominator."""
-        total, counted = self._group if not first else (None, False)
-        if isinstance(denominator, Tensor):  # a count: summed, divided once at the end
-            d = denominator.to(torch.float64).reshape(())
-            total, counted, objective = (d if total is None else total + d), True, loss_sum
-        else:  # a number: this batch's objective is loss_sum / denominator, summed
-            objective = loss_sum if denominator == 1 else loss_sum / denominator
-            if total is None:
-                total = loss_sum.new_zeros((), dtype=torch.float64)
-        self._group = (total, counted) if not last else (None, False)
-        if not last:
-            sync = self.net.no_sync() if self.world_size > 1 else contextlib.nullcontext()
-            with sync:  # under DDP the gradients are all-reduced with the last one
-                objective.backward()
-            return
-        if self.world_size > 1:
-            total = self._agree(total)[0]
-        objective.backward()
-        grads = [p.grad for p in self.params if p.grad is not None]
-        if grads and counted:
-            torch._foreach_mul_(grads, self.world_size / total.clamp(min=1))
-        elif grads and self.world_size > 1:
-            torch._foreach_mul_(grads, float(self.world_size))
-
-    def _optimizer_step(self) -> None:
-        cfg = self.config
-        if cfg.clip is not None and self.params:
-            nn.utils.clip_grad_norm_(self.params, cfg.clip, foreach=True)
-        self.step += 1
-        if cfg.schedule != "constant":
-            lr = lr_at(cfg.schedule, cfg.lr, cfg.warmup_steps, self.step)
-            for group in self.optimizer.param_groups:
-                group["lr"] = lr
-        if isinstance(self.optimizer, torch.optim.Optimizer):
-            self.optimizer.step()
-        else:
-            self.optimizer(1)
-
     def _budget_used(self) -> bool:
         budget = self.config.time_budget_s
         start = self._fit_start
@@ -510,94 +405,3 @@ class Engine:
     def _all_reduce(self, t: Tensor) -> None:
         if self.world_size > 1:
             dist.all_reduce(t)
-
-    # ------------------------------------------------------------------ checkpoints
-    def state_dict(self) -> dict[str, Any]:
-        """The trainer state of a checkpoint (weights_only-loadable)."""
-        mid_epoch = self.batch_in_epoch > 0
-        optimizer = self.optimizer
-        return {
-            "optimizer": optimizer.state_dict()
-            if isinstance(optimizer, torch.optim.Optimizer)
-            else None,
-            "step": self.step,
-            "epoch": self.epoch,
-            "batch_in_epoch": self.batch_in_epoch,
-            "partial": list(self.partial) if mid_epoch else [0.0, 0.0, 0.0],
-            "carry": self._saved_carry if mid_epoch else None,
-            # the batches of an interrupted epoch are replayed from its start
-            "loader": self._epoch_loader_state if mid_epoch else self.task.loader_state(),
-            "rng": get_rng_state(),  # this rank's (save adds every rank's)
-            "train_seconds": self.train_seconds(),  # over resumed runs too (snapshot clock)
-        }
-
-    def load_state_dict(self, state: dict[str, Any], history: dict[str, list] | None) -> None:
-        if isinstance(self.optimizer, torch.optim.Optimizer) and state.get("optimizer"):
-            self.optimizer.load_state_dict(state["optimizer"])
-        self.step, self.epoch = int(state["step"]), int(state["epoch"])
-        self.batch_in_epoch = int(state.get("batch_in_epoch", 0))
-        self._seconds_before = float(state.get("train_seconds", 0.0))  # 0: older checkpoints
-        partial = [float(x) for x in state.get("partial", (0.0, 0.0, 0.0))]
-        self.partial = (*partial, 0.0, 0.0, 0.0)[:3]
-        if history is not None:
-            self.history = {k: list(v) for k, v in history.items()}
-        per_rank = state.get("rng_per_rank")
-        # each rank its own RNG when the process count is the same; rank 0's otherwise
-        same_world = isinstance(per_rank, list | tuple) and len(per_rank) == self.world_size
-        set_rng_state(per_rank[self.rank] if same_world else state["rng"])
-        if state.get("loader") is not None:
-            self.task.set_loader_state(state["loader"])
-        saved = state.get("carry")
-        self.carry = self.task.load_carry(saved, self) if saved is not None else None
-        self._saved_carry = saved
-
-    def checkpoint_config(self) -> dict[str, Any]:
-        return {
-            "task": self.task.name,
-            **self.task.checkpoint_config(self),
-            "epoch": self.epoch,
-            "step": self.step,
-            "batch_in_epoch": self.batch_in_epoch,
-            "history": self.history,
-        }
-
-    def save(self, directory: str | Path | None = None) -> Path:
-        """Write a checkpoint (rank 0 writes; every rank calls it and waits for it)."""
-        directory = Path(directory or self.config.out_dir or "")
-        if not str(directory) or directory == Path():
-            raise ValueError("no checkpoint directory: pass one or set the config's out_dir")
-        if not isinstance(self.model, nn.Module):
-            raise TypeError("only nn.Module models can be saved in a checkpoint")
-        rng_per_rank = None
-        if self.world_size > 1:  # ranks draw different amounts (their batches differ)
-            rng_per_rank = [None] * self.world_size
-            dist.all_gather_object(rng_per_rank, get_rng_state())
-        if self.is_main:
-            state = self.state_dict()
-            state["rng_per_rank"] = rng_per_rank
-            save_checkpoint(directory, self.checkpoint_config(), self.model.state_dict(), state)
-        if self.world_size > 1:  # no rank goes on (and reads it) before it is written
-            dist.barrier()
-        return directory
-
-    def resume(self, directory: str | Path | None = None) -> bool:
-        """Load weights, optimizer, RNG and loader states, position and history.
-
-        Returns False when ``directory`` (default ``out_dir``) holds no checkpoint yet.
-        Raises ValueError when the checkpoint does not fit this task (``check_resume``).
-        """
-        directory = Path(directory or self.config.out_dir or "")
-        if not str(directory) or directory == Path():
-            raise ValueError("no checkpoint directory: pass one or set the config's out_dir")
-        if not (directory / CONFIG_NAME).exists():
-            return False
-        ck = load_checkpoint(directory, map_location=self.device, task=self.task.name)
-        self.task.check_resume(ck.config, directory)
-        if ck.trainer_state is None:
-            averaged = " (an average of snapshots)" if "averaged" in ck.config else ""
-            raise ValueError(
-                f"checkpoint {directory}{averaged} has no trainer state to resume from"
-            )
-        load_model_state(self.model, ck.model_state, directory)
-        self.load_state_dict(ck.trainer_state, ck.config.get("history"))
-        return True

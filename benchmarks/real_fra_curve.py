@@ -1,0 +1,99 @@
+"""Test BLEU of a real-data translator against training minutes (the README's curve).
+
+Train once with snapshots, e.g. the README's recipe run for an hour with a snapshot every
+5 minutes (the schedule, warm-up + inverse square root, does not depend on the budget,
+so its 30-minute snapshot is the 30-minute recipe's model):
+
+    attnkit translate train --arch transformer --preset base --data fra.txt \\
+        --tokenizer sentencepiece --time-budget 3600 --snapshot-every-minutes 5 --out runs/fr
+
+then score the snapshots nearest below each mark on the whole held-out test split:
+
+    python benchmarks/real_fra_curve.py runs/fr --minutes 5,10,20,30,60 --average 30:2
+
+``--average M:N`` also scores the mean of the N snapshots ending at minute M (checkpoint
+averaging, ``attnkit translate average``). Prints one row per point: minutes of training
+(wall clock, evaluations included), step, epochs, test BLEU (sacreBLEU 13a on detokenized
+text) and chrF, and the sacreBLEU signature.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+
+from attnkit.data.subword import SubwordTokenizer
+from attnkit.data.translation import load_translation_data
+from attnkit.decoding import translate
+from attnkit.metrics import bleu_signature, corpus_bleu, corpus_chrf
+from attnkit.training.averaging import average_state_dicts, list_snapshots
+from attnkit.training.checkpoint import load_model
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("run", type=Path, help="checkpoint folder trained with snapshots")
+    p.add_argument("--minutes", default="5,10,20,30,60", help="marks, comma-separated")
+    p.add_argument("--average", action="append", default=[], metavar="M:N",
+                   help="also the mean of the N snapshots ending at minute M")  # fmt: skip
+    p.add_argument("--limit", type=int, default=None, help="score the first N test pairs only")
+    p.add_argument("--data", default=None, help="override the data file recorded in the run")
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+
+    model, cfg = load_model(args.run)
+    data_args = dict(cfg["data_args"])
+    if args.data:
+        data_args["data"] = args.data
+    subword = cfg["data"].get("tokenizer")
+    if subword is not None:
+        data_args["subword"] = SubwordTokenizer.load(args.run, subword)
+    data = load_translation_data(**data_args)
+    sources, refs = data.sources("test"), data.references("test")
+    if args.limit:
+        sources, refs = sources[: args.limit], refs[: args.limit]
+    snapshots = list_snapshots(args.run)
+    print(f"{args.run}: {len(snapshots)} snapshots; test split: {len(sources)} pairs")
+
+    def upto(minute: float) -> int:
+        """Index of the last snapshot taken at or before ``minute``."""
+        index = [i for i, s in enumerate(snapshots) if s["train_seconds"] <= minute * 60 + 1]
+        if not index:
+            raise SystemExit(f"no snapshot at or before minute {minute}")
+        return index[-1]
+
+    points = [(f"{m:g}", [upto(float(m))]) for m in args.minutes.split(",")]
+    for spec in args.average:
+        minute, n = spec.split(":")
+        end = upto(float(minute))
+        if end + 1 < int(n):
+            raise SystemExit(f"--average {spec}: only {end + 1} snapshots up to minute {minute}")
+        points.append((f"{minute} (mean of {n})", list(range(end + 1 - int(n), end + 1))))
+
+    print(f"| minutes | step | epochs | test BLEU | chrF | decode s |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for label, index in points:
+        states = [torch.load(snapshots[i]["path"], weights_only=True) for i in index]
+        model.load_state_dict(states[0] if len(states) == 1 else average_state_dicts(states))
+        model.eval()
+        start = time.perf_counter()
+        with torch.inference_mode():
+            hyps, _ = translate(model, data, sources)
+        seconds = time.perf_counter() - start
+        bleu = corpus_bleu(hyps, refs, data.bleu_tokenize)
+        chrf = corpus_chrf(hyps, refs)
+        last = snapshots[index[-1]]
+        epochs = last["step"] / max(1, len(data.batches("train", cfg["train_config"]["batch_tokens"])))
+        print(f"| {label} | {last['step']} | {epochs:.2f} | {bleu:.1f} | {chrf:.1f} | {seconds:.0f} |",
+              flush=True)  # fmt: skip
+    print(f"sacreBLEU signature: {bleu_signature(data.bleu_tokenize)}")
+    for src, hyp, ref in list(zip(sources, hyps, refs))[:5]:
+        print(f"  {src} => {hyp}   (reference: {ref})")
+
+
+if __name__ == "__main__":
+    main()
