@@ -111,17 +111,17 @@ def attention_maps(
         )
         if not outputs:
             return maps
-        with record_attention(model):
+        with record_attention(model) as record:  # this thread's own record: no lock needed
             enc = model.encoder(src[:, :S], src_len)
             model.decoder(dec_in, model.decoder.init_state(enc, src_len))
-        enc_w = getattr(model.encoder, "attention_weights", None)
-        dec_w = getattr(model.decoder, "attention_weights", None)
-        if isinstance(enc_w, list) and isinstance(dec_w, list) and len(dec_w) == 2:
-            maps.encoder_self = _stack(enc_w)
-            maps.decoder_self = _stack(dec_w[0])
-            maps.cross = _stack(dec_w[1])
+        enc_blocks = getattr(model.encoder, "blks", None)
+        dec_blocks = getattr(model.decoder, "blks", None)
+        if enc_blocks is not None and dec_blocks is not None:  # a Transformer
+            maps.encoder_self = _stack([record.get(b.attention) for b in enc_blocks])
+            maps.decoder_self = _stack([record.get(b.attention1) for b in dec_blocks])
+            maps.cross = _stack([record.get(b.attention2) for b in dec_blocks])
         else:
-            align = model.decoder.alignment()  # (1, T, S)
+            align = record.get(model.decoder)  # (1, T, S): the Bahdanau alignment
             if align is not None:
                 maps.cross = align[0][None, None].float().cpu()
         return maps

@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from attnkit._validate import positive_int
 from attnkit.attention import key_padding
 from attnkit.attention.masking import causal_mask, check_valid_lens, lengths_to_mask
+from attnkit.attention.recording import note_weights, recording
 from attnkit.attention.scoring import DotProductAttention, scaled_dot_product
 
 __all__ = ["MultiHeadAttention"]
@@ -74,7 +75,7 @@ class MultiHeadAttention(nn.Module):
 
     # -- helpers ---------------------------------------------------------------
     def wants_weights(self) -> bool:
-        return self.record_weights
+        return self.record_weights or recording()
 
     @property
     def attention_weights(self) -> Tensor | None:
@@ -204,6 +205,7 @@ class MultiHeadAttention(nn.Module):
         self.attention.attention_weights = (
             None if weights is None else weights.reshape(-1, Q, k.shape[2])  # (B*H, Q, K)
         )
+        note_weights(self, weights)  # (B, H, Q, K), in this thread's record_attention block
         out = out.transpose(1, 2).reshape(B, Q, self.num_hiddens)  # (B, Q, D)
         return self.W_o(out)
 

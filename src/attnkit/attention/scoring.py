@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from attnkit._validate import positive_int, probability
 from attnkit.attention.dropout import Dropout, dropout
 from attnkit.attention.masking import as_mask, masked_softmax
+from attnkit.attention.recording import note_weights, recording
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "scaled_dot_product"]
 
@@ -88,7 +89,7 @@ class DotProductAttention(nn.Module):
         self.attention_weights: Tensor | None = None
 
     def wants_weights(self) -> bool:
-        return self.record_weights
+        return self.record_weights or recording()
 
     def forward(
         self,
@@ -105,6 +106,7 @@ class DotProductAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         out, weights = scaled_dot_product(queries, keys, values, mask, p, want)
         self.attention_weights = weights
+        note_weights(self, weights)
         return out
 
 
@@ -142,5 +144,7 @@ class AdditiveAttention(nn.Module):
         q, k = self.W_q(queries), self.W_k(keys)  # (B, Q, H), (B, K, H)
         features = torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))  # (B, Q, K, H)
         scores = self.w_v(features).squeeze(-1)  # (B, Q, K)
-        self.attention_weights = masked_softmax(scores, valid_lens)
-        return torch.bmm(self.dropout(self.attention_weights), values)
+        weights = masked_softmax(scores, valid_lens)  # (B, Q, K)
+        self.attention_weights = weights
+        note_weights(self, weights)
+        return torch.bmm(self.dropout(weights), values)

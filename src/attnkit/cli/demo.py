@@ -176,6 +176,10 @@ def run_demo(
     print(f'  {exe} translate run --checkpoint {ckpt} "{shown[0]}" --heatmap attention.png')
     print(f"  {exe} translate eval --checkpoint {ckpt}")
     print(f"  {exe} serve --checkpoint {ckpt}    # explore its attention in a browser")
+    print("real English in, real French out: the Tatoeba fra.txt, subwords, 30 minutes on 2 cores")
+    print(f"  {exe} translate train --arch transformer --preset base --data fra.txt "
+          "--tokenizer sentencepiece --time-budget 1800 --out runs/fr")  # fmt: skip
+    print(f'  {exe} translate run --checkpoint runs/fr "Where is the train station?"')
     return 0
 
 

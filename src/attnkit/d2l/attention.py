@@ -44,7 +44,7 @@ class _RecordInEval:
     """
 
     def wants_weights(self) -> bool:
-        return self.record_weights or not self.training
+        return super().wants_weights() or not self.training
 
 
 class AdditiveAttention(_att.AdditiveAttention):

@@ -39,6 +39,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.attention.masking import lengths_to_mask
+from attnkit.attention.recording import note_weights
 from attnkit.attention.scoring import AdditiveAttention
 
 __all__ = [
@@ -339,6 +340,8 @@ class Seq2SeqAttentionDecoder(AttentionDecoder):
             weights.append(w.detach())
         att.attention_weights = weights[-1] if weights else None
         self._attention_weights = weights
+        if weights:
+            note_weights(self, torch.cat(weights, dim=1))  # (B, T, S) alignment
         logits = self.dense(torch.cat(outputs, dim=0)).transpose(0, 1)  # (B, T, V)
         return logits, BahdanauState(enc_outputs, hidden, src_len)
 

@@ -1,15 +1,17 @@
-"""The model behind the explorer: load a checkpoint once, translate under a lock.
+"""The model behind the explorer: load a checkpoint once, translate concurrently.
 
 Shape legend: L layers, H heads, S source tokens (``<eos>`` included), T target steps.
 
 Everything here is plain Python (no HTTP), so it can be tested and reused on its own.
-Attention recording switches module flags, so inference on the shared model is
-serialized with a lock; requests are short (a sentence) and the lock is held only
-while the model runs.
+Requests run on the shared model at the same time, in the server's worker threads: the
+model is only read, and each request's attention maps are recorded in its own context
+(``attnkit.attention.recording``), never on the modules. ``serialize=True`` runs one
+request at a time instead (a lock; ``benchmarks/serve_concurrency.py`` compares both).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -96,6 +98,7 @@ class ModelService:
         arch: the registry name of the architecture (shown in the page).
         max_chars: the longest accepted input text, in characters.
         max_beam: the largest accepted beam size.
+        serialize: translate one request at a time (default: concurrently).
     """
 
     def __init__(
@@ -107,6 +110,7 @@ class ModelService:
         max_chars: int = 200,
         max_beam: int = 10,
         model_config: dict[str, Any] | None = None,
+        serialize: bool = False,
     ) -> None:
         for name, value in (("max_chars", max_chars), ("max_beam", max_beam)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -118,11 +122,11 @@ class ModelService:
         self.max_chars = max_chars
         self.max_beam = max_beam
         self.device = next(model.parameters()).device
-        self._lock = threading.Lock()
+        self._lock = threading.Lock() if serialize else contextlib.nullcontext()
 
     @classmethod
     def from_checkpoint(
-        cls, directory: str | os.PathLike, *, device: str = "cpu", **limits: int
+        cls, directory: str | os.PathLike, *, device: str = "cpu", **options: Any
     ) -> ModelService:
         """Load a checkpoint directory; raise ``CheckpointLoadError`` with the reason."""
         from attnkit.training.checkpoint import load_model
@@ -134,7 +138,7 @@ class ModelService:
             # another task's checkpoint (a language model) is named as such by load_model
             reason = e.args[0] if isinstance(e, KeyError) and e.args else e
             raise CheckpointLoadError(f"cannot load checkpoint {directory}: {reason}") from e
-        return cls(model, data, str(cfg["arch"]), model_config=cfg.get("model_config"), **limits)
+        return cls(model, data, str(cfg["arch"]), model_config=cfg.get("model_config"), **options)
 
     @property
     def max_tokens(self) -> int:

@@ -9,14 +9,17 @@ minutes on 2 CPU cores (``--time-budget 1800``):
   and 10.2 French pieces on average); 8000 pieces keep nearly every common word whole
   while the output layer (d_model x 8000) stays about 1.5 decoder layers of work.
 - **width and depth**: d_model 256, 4 heads of 64, FFN 1024, 3 + 3 layers (11.7 M
-  parameters). Measured on this machine with bf16 autocast: ~6,800 tokens/s (source +
-  target), so one pass over the corpus (3.1 M tokens) takes ~7.6 minutes and 30 minutes
-  see it ~3.5 times. Four layers cost 8% more time per step for no gain within the budget;
-  d_model 384 takes 12.7 minutes per pass.
-- **optimization**: Adam (0.9, 0.98), warm-up over 400 steps to a peak learning rate of
-  1e-3, then the inverse square root (about 1,500 steps in 30 minutes: the warm-up is short
-  so most of them run near the peak); batches of 6000 padded source + target tokens; label
-  smoothing 0.1; dropout 0.1; bf16 autocast (1.3x the fp32 speed on this CPU).
+  parameters), pre-norm. Measured on this machine with bf16 autocast: ~2 optimizer steps
+  of 3000 tokens a second, so 30 minutes make ~3,800 updates and see the corpus (3.1 M
+  tokens) ~3.5 times. Four layers cost 8% more time per step; d_model 384 takes 1.7x as
+  long per pass over the data.
+- **optimization**: Adam (0.9, 0.98), warm-up over 300 steps to a peak learning rate of
+  2e-3, then the inverse square root; batches of 3000 padded source + target tokens
+  (twice the updates of 6000-token batches for the same time); label smoothing 0.1;
+  dropout 0.1; bf16 autocast (1.3x the fp32 speed on this CPU). Pre-norm is what allows
+  the high learning rate: in 7-minute pilots, post-norm at 1e-3 reached val loss 2.96
+  (BLEU 4.2), pre-norm at 2e-3 val loss 2.42 (BLEU 7.4); the first recipe (post-norm,
+  1e-3, 6000-token batches) had val BLEU 2.6 after 10 minutes.
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ __all__ = ["PRESET_DATA", "PRESET_TRAIN", "preset_settings"]
 PRESET_TRAIN: dict[str, dict[str, Any]] = {
     "base": {
         "schedule": "inverse_sqrt",
-        "lr": 1e-3,
-        "warmup_steps": 400,
-        "batch_tokens": 6000,
+        "lr": 2e-3,
+        "warmup_steps": 300,
+        "batch_tokens": 3000,
         "label_smoothing": 0.1,
         "precision": "bf16",
     },
