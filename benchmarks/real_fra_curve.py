@@ -27,7 +27,7 @@ import torch
 
 from attnkit.data.subword import SubwordTokenizer
 from attnkit.data.translation import load_translation_data
-from attnkit.decoding import translate
+from attnkit.inference.decoding import translate
 from attnkit.metrics import bleu_signature, corpus_bleu, corpus_chrf
 from attnkit.training.averaging import average_state_dicts, list_snapshots
 from attnkit.training.checkpoint import load_model
@@ -74,7 +74,7 @@ def main() -> None:
             raise SystemExit(f"--average {spec}: only {end + 1} snapshots up to minute {minute}")
         points.append((f"{minute} (mean of {n})", list(range(end + 1 - int(n), end + 1))))
 
-    print(f"| minutes | step | epochs | test BLEU | chrF | decode s |")
+    print("| minutes | step | epochs | test BLEU | chrF | decode s |")
     print("| --- | --- | --- | --- | --- | --- |")
     for label, index in points:
         states = [torch.load(snapshots[i]["path"], weights_only=True) for i in index]
@@ -87,7 +87,9 @@ def main() -> None:
         bleu = corpus_bleu(hyps, refs, data.bleu_tokenize)
         chrf = corpus_chrf(hyps, refs)
         last = snapshots[index[-1]]
-        epochs = last["step"] / max(1, len(data.batches("train", cfg["train_config"]["batch_tokens"])))
+        epochs = last["step"] / max(
+            1, len(data.batches("train", cfg["train_config"]["batch_tokens"]))
+        )
         print(f"| {label} | {last['step']} | {epochs:.2f} | {bleu:.1f} | {chrf:.1f} | {seconds:.0f} |",
               flush=True)  # fmt: skip
     print(f"sacreBLEU signature: {bleu_signature(data.bleu_tokenize)}")

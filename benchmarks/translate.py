@@ -26,7 +26,7 @@ import book_transformer as book_loop
 from _common import print_table
 from attnkit import d2l
 from attnkit.data.translation import load_translation_data
-from attnkit.decoding import translate
+from attnkit.inference.decoding import translate
 from attnkit.models.registry import build_model
 from attnkit.training.translation import TrainConfig, Trainer
 from translate_transformer import corpus_file

@@ -28,7 +28,7 @@ from _common import print_table
 from attnkit.d2l import build_array_nmt, load_array
 from attnkit.data.synthetic_fr import generate_pairs
 from attnkit.data.translation import load_translation_data
-from attnkit.decoding import translate
+from attnkit.inference.decoding import translate
 from attnkit.models.transformer import PRESETS, build_transformer
 from attnkit.training.translation import TrainConfig, Trainer
 

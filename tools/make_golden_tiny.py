@@ -8,8 +8,8 @@ import json
 
 import torch
 
-from attnkit.beam_search import BeamSearch
-from attnkit.decoding import greedy_decode
+from attnkit.inference.beam_search import BeamSearch
+from attnkit.inference.decoding import greedy_decode
 from attnkit.models.transformer import TransformerConfig, build_transformer
 
 torch.manual_seed(7)
@@ -36,7 +36,10 @@ golden = {
     "greedy": greedy.tokens,
     "greedy_finished": greedy.finished,
     "beam": [
-        [{"tokens": h.tokens, "log_prob": round(h.log_prob, 6), "finished": h.finished} for h in hyps]
+        [
+            {"tokens": h.tokens, "log_prob": round(h.log_prob, 6), "finished": h.finished}
+            for h in hyps
+        ]
         for hyps in beams
     ],
 }

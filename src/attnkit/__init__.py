@@ -22,14 +22,14 @@ from attnkit.attention import (
     sequence_mask,
     sinusoidal_table,
 )
-from attnkit.attention_maps import AttentionMaps, attention_maps, plot_attention_maps
-from attnkit.beam_search import BeamHypothesis, BeamSearch
 from attnkit.data.hub import DatasetUnavailableError, download
 from attnkit.data.lm import LMDataLoader, load_corpus, load_lm_data
 from attnkit.data.synthetic_fr import generate_pairs
 from attnkit.data.text import Vocab, count_corpus, tokenize
 from attnkit.data.translation import TranslationBatch, TranslationData, load_translation_data
-from attnkit.decoding import DecodeResult, greedy_decode, translate
+from attnkit.inference.attention_maps import AttentionMaps, attention_maps, plot_attention_maps
+from attnkit.inference.beam_search import BeamHypothesis, BeamSearch
+from attnkit.inference.decoding import DecodeResult, greedy_decode, translate
 from attnkit.metrics import bleu, corpus_bleu, corpus_chrf, perplexity
 from attnkit.models.registry import available_archs, build_model, register_arch
 from attnkit.models.rnn import RNNLM, ScratchRNN, build_lm

@@ -20,7 +20,7 @@ with warnings.catch_warnings():  # starlette's notice about httpx versions
     from fastapi.testclient import TestClient
 
 from attnkit.cli import main
-from attnkit.decoding import translate
+from attnkit.inference.decoding import translate
 from attnkit.serve import CheckpointLoadError, ModelService, create_app
 from attnkit.training.checkpoint import load_model
 

@@ -21,8 +21,8 @@ from torch import nn
 
 from attnkit.attention.masking import causal_mask
 from attnkit.attention.multihead import MultiHeadAttention
-from attnkit.beam_search import BeamSearch
-from attnkit.decoding import greedy_decode
+from attnkit.inference.beam_search import BeamSearch
+from attnkit.inference.decoding import greedy_decode
 from attnkit.models.transformer import TransformerConfig, build_transformer
 
 BOS, EOS, PAD = 2, 3, 1

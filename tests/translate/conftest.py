@@ -33,8 +33,9 @@ def tiny_model(tiny_data):
 @pytest.fixture
 def drawn(monkeypatch):
     """(maps, panel titles) of every plot_attention_maps call the CLI makes."""
-    module = importlib.import_module("attnkit.attention_maps")  # attnkit.attention_maps is
-    plot = module.plot_attention_maps  # also the name of a function in attnkit
+    # the module (attnkit.attention_maps is the function re-exported by attnkit)
+    module = importlib.import_module("attnkit.inference.attention_maps")
+    plot = module.plot_attention_maps
     calls = []
 
     def spy(maps, path, all_heads=False):

@@ -7,7 +7,7 @@ import re
 import torch
 
 from attnkit import d2l
-from attnkit.decoding import translate
+from attnkit.inference.decoding import translate
 
 
 def test_book_printed_checks():

@@ -102,10 +102,10 @@ def test_max_len_is_checked_against_the_model_config(checkpoint, capsys):
 
 def test_inputs_follow_the_model_device(checkpoint, monkeypatch, capsys):
     """src/src_len go to the model's device for beam search and greedy decoding."""
-    import attnkit.beam_search as beam_search
-    import attnkit.decoding as decoding
+    import attnkit.inference.beam_search as beam_search
+    import attnkit.inference.decoding as decoding
     import attnkit.training.checkpoint as ck
-    from attnkit.beam_search import BeamHypothesis
+    from attnkit.inference.beam_search import BeamHypothesis
 
     load = ck.load_model
     seen = []

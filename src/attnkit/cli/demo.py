@@ -82,9 +82,9 @@ def run_demo(
 
     import torch
 
-    from attnkit.attention_maps import attention_maps, plot_attention_maps
     from attnkit.data.translation import load_translation_data
-    from attnkit.decoding import translate
+    from attnkit.inference.attention_maps import attention_maps, plot_attention_maps
+    from attnkit.inference.decoding import translate
     from attnkit.metrics import corpus_bleu, corpus_chrf
     from attnkit.models.registry import build_model
     from attnkit.models.transformer import PRESETS

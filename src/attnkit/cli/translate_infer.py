@@ -41,7 +41,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
     from attnkit.data.subword import SubwordTokenizer
     from attnkit.data.translation import load_translation_data
-    from attnkit.decoding import translate
+    from attnkit.inference.decoding import translate
     from attnkit.metrics import bleu_signature, corpus_bleu, corpus_chrf
     from attnkit.training.checkpoint import load_model
 
@@ -87,8 +87,8 @@ def run_eval(args: argparse.Namespace) -> int:
 def run_run(args: argparse.Namespace) -> int:
     import torch
 
-    from attnkit.attention_maps import attention_maps, merge_pieces, plot_attention_maps
     from attnkit.data.translation import TranslationData
+    from attnkit.inference.attention_maps import attention_maps, merge_pieces, plot_attention_maps
     from attnkit.models.seq2seq import AttentionDecoder
     from attnkit.training.checkpoint import load_model
 
@@ -172,8 +172,8 @@ def _decode(
     model, data, sentences, steps, beam, length_penalty, device
 ) -> list[tuple[list[int], bool]]:
     """Per sentence: the best translation's ids (``<eos>`` excluded) and whether it ended."""
-    from attnkit.beam_search import BeamSearch
-    from attnkit.decoding import greedy_decode
+    from attnkit.inference.beam_search import BeamSearch
+    from attnkit.inference.decoding import greedy_decode
 
     tgt = data.tgt_vocab
     bos, eos = tgt["<bos>"], tgt["<eos>"]

@@ -1,7 +1,7 @@
 """Chapter 9 of the book (d2l 0.17) and the seq2seq parts of chapter 10.
 
 The book's names over :mod:`attnkit.data.translation`, :mod:`attnkit.models.seq2seq`,
-:mod:`attnkit.training.losses`, :mod:`attnkit.decoding` and :mod:`attnkit.metrics` (same
+:mod:`attnkit.training.losses`, :mod:`attnkit.inference.decoding` and :mod:`attnkit.metrics` (same
 signatures, state_dict keys and printed line). Differences from the book: the encoder
 packs padded sources when given valid lengths; Seq2SeqDecoder keeps the encoder context in
 its state; bleu returns 0.0 where the book divides by zero. Files are read as UTF-8 (the zh
@@ -14,11 +14,11 @@ import os
 
 import torch
 
-from attnkit import decoding as _decoding
 from attnkit import metrics as _metrics
 from attnkit.d2l.utils import book_data_dir
 from attnkit.data import translation as _nmt
 from attnkit.data.text import Vocab as _Vocab
+from attnkit.inference import decoding as _decoding
 from attnkit.models import seq2seq as _s2s
 from attnkit.training import losses as _losses
 

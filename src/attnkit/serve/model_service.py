@@ -22,10 +22,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnkit.attention_maps import attention_maps
-from attnkit.attention_maps import merge_pieces as pieces_to_words
-from attnkit.beam_search import BeamSearch
 from attnkit.data.translation import TranslationData
+from attnkit.inference.attention_maps import attention_maps
+from attnkit.inference.attention_maps import merge_pieces as pieces_to_words
+from attnkit.inference.beam_search import BeamSearch
 
 __all__ = [
     "CheckpointLoadError",
@@ -220,7 +220,7 @@ class ModelService:
     ) -> Translation:
         """Translate ``text`` (greedy for ``beam_size`` 1, else beam search) with its maps;
         ``merge_pieces``: maps over words instead of subword pieces
-        (:func:`attnkit.attention_maps.merge_pieces`)."""
+        (:func:`attnkit.inference.attention_maps.merge_pieces`)."""
         unknown = self.check(text, beam_size, allow_unknown)
         with self._lock, torch.inference_mode():
             start = time.perf_counter()

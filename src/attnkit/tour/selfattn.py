@@ -144,7 +144,7 @@ def multihead(*, small: bool = False, seed: int = 0) -> TopicResult:
     """Per-head maps and entropies of a trained Transformer; additive heads; parameters."""
     check_args(small, seed)
     from attnkit.attention import MultiHeadAttention
-    from attnkit.attention_maps import attention_maps
+    from attnkit.inference.attention_maps import attention_maps
     from attnkit.tour.translation import trained_transformer
     from attnkit.viz import show_heatmaps
 

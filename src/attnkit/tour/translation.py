@@ -73,7 +73,7 @@ def trained_transformer(*, small: bool = False, seed: int = 0):
 def seq2seq(*, small: bool = False, seed: int = 0) -> TopicResult:
     """The same data, the same sizes: GRU seq2seq against the Bahdanau decoder."""
     check_args(small, seed)
-    from attnkit.attention_maps import attention_maps
+    from attnkit.inference.attention_maps import attention_maps
     from attnkit.viz import plot_curves, show_heatmaps
 
     data = _data(small, seed)
@@ -114,7 +114,7 @@ def seq2seq(*, small: bool = False, seed: int = 0) -> TopicResult:
 def transformer(*, small: bool = False, seed: int = 0) -> TopicResult:
     """Maps per layer and head; the encoder alone (features) and the decoder alone (LM)."""
     check_args(small, seed)
-    from attnkit.attention_maps import attention_maps
+    from attnkit.inference.attention_maps import attention_maps
     from attnkit.viz import show_heatmaps
 
     model, data, history = trained_transformer(small=small, seed=seed)

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, RandomSampler, TensorDataset, default_collate
 
-from attnkit.decoding import translate
+from attnkit.inference.decoding import translate
 from attnkit.metrics import bleu_from_stats, bleu_stats
 from attnkit.models.seq2seq import EncoderDecoder
 from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task, TrainingInterrupted

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit.attention.recording import record_attention
-from attnkit.decoding import greedy_decode
+from attnkit.inference.decoding import greedy_decode
 
 __all__ = ["AttentionMaps", "attention_maps", "merge_pieces", "plot_attention_maps", "word_groups"]
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 import torch
 
-from attnkit.attention_maps import attention_maps, plot_attention_maps
-from attnkit.cli import main
 from attnkit.data.translation import load_translation_data
+from attnkit.inference.attention_maps import attention_maps, plot_attention_maps
 from attnkit.models.registry import build_model
 
 
@@ -69,19 +66,3 @@ def test_bahdanau_maps_single_alignment(data):
     maps = attention_maps(model, data, " ".join(data.test[1][0]), tokens=[5, 6])
     assert maps.encoder_self is None and maps.cross.shape == (1, 1, 3, len(maps.source))
     torch.testing.assert_close(maps.cross.sum(-1), torch.ones(1, 1, 3))
-
-
-def test_demo_end_to_end_tiny(tmp_path, capsys):
-    args = ["demo", "--out", str(tmp_path), "--epochs", "1", "--num-pairs", "1500", "--no-progress"]
-    assert main(args) == 0
-    out = capsys.readouterr().out
-    bleu = float(re.search(r"test BLEU ([\d.]+)", out).group(1))
-    assert 0.0 <= bleu <= 100.0
-    ck = tmp_path / "transformer"
-    for name in ("config.json", "curves.png", "attention_1.png", "attention_all_heads.png"):
-        assert (ck / name).stat().st_size > 0, name
-    assert "attnkit translate run --checkpoint" in out
-    assert f"attnkit serve --checkpoint {ck}" in out
-    # a second run finds the finished checkpoint and does not train again
-    assert main(args) == 0
-    assert "already trained" in capsys.readouterr().out

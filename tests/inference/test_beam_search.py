@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnkit.beam_search import BeamSearch
-from attnkit.decoding import greedy_decode
+from attnkit.inference.beam_search import BeamSearch
+from attnkit.inference.decoding import greedy_decode
 from attnkit.models.transformer import TransformerConfig, build_transformer
 
 BOS, EOS = 2, 3

@@ -5,7 +5,7 @@ Shape legend: B batch, S source length, T target length, V vocabulary size.
 ``greedy_decode`` translates a whole batch at once, one target step at a time
 (T = 1 per decoder call, the decoder state carries everything else). A row that
 emits ``<eos>`` is dropped from the batch with ``decoder.reorder_state``, so finished
-sentences cost nothing. Beam search (``attnkit.beam_search``) uses the same interface.
+sentences cost nothing. Beam search (``attnkit.inference.beam_search``) uses the same interface.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_s
     return DecodeResult(tokens, finished, attention)
 
 
-# Beam search lives in ``attnkit.beam_search`` (``BeamSearch``): the same inputs and the
+# Beam search lives in ``attnkit.inference.beam_search`` (``BeamSearch``): the same inputs and the
 # same generic interface, keeping ``beam_size`` hypotheses per sentence with
 # ``decoder.reorder_state(state, index)``.
 

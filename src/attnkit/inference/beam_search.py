@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnkit.decoding import check_decode_inputs
+from attnkit.inference.decoding import check_decode_inputs
 from attnkit.models.seq2seq import EncoderDecoder
 
 __all__ = ["BeamHypothesis", "BeamSearch"]

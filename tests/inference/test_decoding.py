@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from attnkit.decoding import greedy_decode, translate
+from attnkit.inference.decoding import greedy_decode, translate
 from attnkit.models.seq2seq import Decoder, Encoder, EncoderDecoder
 
 BOS, EOS = 2, 3
