@@ -60,8 +60,8 @@ def test_beam_one_equals_greedy_and_beam_k_works(client):
         assert beam1["translation"] == greedy["translation"]
         assert beam1["cross"] == greedy["cross"]
         service = client.app.state.service  # beam search itself with k = 1, not a shortcut
-        tokens, _ = service._beam(sentence, 1)
-        assert " ".join(service.data.tgt_vocab.to_tokens(tokens)) == greedy["translation"]
+        [best] = service.translator.translate([sentence], beam=1)
+        assert " ".join(service.data.tgt_vocab.to_tokens(best.ids)) == greedy["translation"]
     r = client.post("/api/translate", json={"text": SENTENCES[0], "beam_size": 4})
     assert r.status_code == 200 and r.json()["beam_size"] == 4
     res = r.json()

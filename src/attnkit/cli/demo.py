@@ -83,9 +83,8 @@ def run_demo(
     import torch
 
     from attnkit.data.translation import load_translation_data
-    from attnkit.inference.attention_maps import attention_maps, plot_attention_maps
-    from attnkit.inference.decoding import translate
-    from attnkit.metrics import corpus_bleu, corpus_chrf
+    from attnkit.inference.attention_maps import plot_attention_maps
+    from attnkit.inference.translator import Translator
     from attnkit.models.registry import build_model
     from attnkit.models.transformer import PRESETS
     from attnkit.training.translation import TrainConfig, Trainer
@@ -131,13 +130,11 @@ def run_demo(
     train_s = time.perf_counter() - start
 
     # -- report on the test split
-    model.eval()
-    srcs = [" ".join(s) for s, _ in data.test]
-    refs = [" ".join(t) for _, t in data.test]
+    translator = Translator(model, data, model_config=model_config, arch="transformer")
     t0 = time.perf_counter()
-    hyps, _ = translate(model, data, srcs)
+    ev = translator.evaluate("test")
     decode_s = time.perf_counter() - t0
-    bleu, chrf = corpus_bleu(hyps, refs), corpus_chrf(hyps, refs)
+    srcs, hyps, refs, bleu, chrf = ev.sources, ev.hyps, ev.refs, ev.bleu, ev.chrf
     exact = sum(h == r for h, r in zip(hyps, refs)) / max(len(refs), 1)
     print(
         f"\ntest BLEU {bleu:.1f}, chrF {chrf:.1f} (sacrebleu), exact match {exact:.1%} "
@@ -153,7 +150,7 @@ def run_demo(
     shown = [s for s in DEMO_SENTENCES if _encodable(data, s)] or srcs[:1]
     print("\nattention pictures of (crossing alignments, negation):")
     for i, sentence in enumerate(shown):
-        maps = attention_maps(model, data, sentence)
+        maps = translator.maps(sentence)
         mean_path = ckpt / f"attention_{i + 1}.png"
         plot_attention_maps(maps, mean_path)
         pics.append(mean_path)

@@ -37,12 +37,9 @@ def run_average(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    import torch
-
     from attnkit.data.subword import SubwordTokenizer
     from attnkit.data.translation import load_translation_data
-    from attnkit.inference.decoding import translate
-    from attnkit.metrics import bleu_signature, corpus_bleu, corpus_chrf
+    from attnkit.inference.translator import Translator
     from attnkit.training.checkpoint import load_model
 
     if args.limit is not None and args.limit < 1:
@@ -62,22 +59,15 @@ def run_eval(args: argparse.Namespace) -> int:
             f"the data ({data_args.get('data') or 'generated'}) does not give the vocabularies "
             f"of checkpoint {args.checkpoint}; pass the file it was trained on with --data"
         )
-    sources, refs = data.sources(args.split), data.references(args.split)
-    if args.limit is not None:
-        sources, refs = sources[: args.limit], refs[: args.limit]
-    if not sources:
-        raise ValueError(f"the {args.split} split is empty")
-    with torch.inference_mode():
-        hyps, _ = translate(model, data, sources, max_len=_decode_steps(data, cfg, None))
-    tokenize = data.bleu_tokenize
-    bleu, chrf = corpus_bleu(hyps, refs, tokenize), corpus_chrf(hyps, refs)
-    for src, hyp, ref in list(zip(sources, hyps, refs))[: args.examples]:
+    translator = Translator(model, data, model_config=cfg.get("model_config"), arch=cfg["arch"])
+    ev = translator.evaluate(args.split, args.limit)
+    for src, hyp, ref in list(zip(ev.sources, ev.hyps, ev.refs))[: args.examples]:
         print(f"{src} => {hyp}   (reference: {ref})")
     print(
-        f"{args.split} BLEU {bleu:.2f}, chrF {chrf:.2f} on {len(sources)} sentences "
+        f"{args.split} BLEU {ev.bleu:.2f}, chrF {ev.chrf:.2f} on {len(ev.sources)} sentences "
         f"(arch {cfg['arch']}, epoch {cfg.get('epoch')}, step {cfg.get('step')})"
     )
-    print(f"sacreBLEU signature: {bleu_signature(tokenize)}")
+    print(f"sacreBLEU signature: {ev.signature}")
     return 0
 
 
@@ -85,12 +75,9 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    import torch
-
-    from attnkit.data.translation import TranslationData
-    from attnkit.inference.attention_maps import attention_maps, merge_pieces, plot_attention_maps
+    from attnkit.inference.attention_maps import plot_attention_maps
+    from attnkit.inference.translator import Translator
     from attnkit.models.seq2seq import AttentionDecoder
-    from attnkit.training.checkpoint import load_model
 
     if args.max_len is not None and args.max_len < 1:
         raise ValueError(f"--max-len must be positive, got {args.max_len}")
@@ -111,36 +98,37 @@ def run_run(args: argparse.Namespace) -> int:
             "nothing to translate: give sentences as arguments or --input FILE (- for stdin)"
         )  # fmt: skip
     sentences = list(args.sentences) or _read_input(args.input)
-    model, cfg = load_model(args.checkpoint, args.device)
-    data = TranslationData.from_dict(cfg["data"], args.checkpoint)
-    if heatmap is not None and not isinstance(model.decoder, AttentionDecoder):
-        raise ValueError(f"arch {cfg['arch']!r} has no attention for --heatmap")
+    translator = Translator.load(args.checkpoint, args.device)
+    if heatmap is not None and not isinstance(translator.model.decoder, AttentionDecoder):
+        raise ValueError(f"arch {translator.arch!r} has no attention for --heatmap")
     # --input: a blank line gives a blank output line, so output line i translates input line i
     todo = [i for i, s in enumerate(sentences) if args.input is None or s.strip()]
-    _check_sentences(data, cfg, [sentences[i] for i in todo], args.allow_unknown, args.input,
-                     line_numbers=[i + 1 for i in todo])  # fmt: skip
-    steps = _decode_steps(data, cfg, args.max_len)
-
-    device = next(model.parameters()).device
-    found: list[tuple[list[int], bool]] = []
-    with torch.inference_mode():  # in chunks: a long --input file is not one batch
-        for start in range(0, len(todo), args.batch_size):
-            chunk = [sentences[i] for i in todo[start : start + args.batch_size]]
-            found += _decode(model, data, chunk, steps, args.beam, args.length_penalty, device)
-    best: list[tuple[list[int], bool] | None] = [None] * len(sentences)
-    for i, result in zip(todo, found):
-        best[i] = result
-    for result in best:
-        print("" if result is None else data.detokenize(result[0]), flush=args.input == "-")
+    unknown = translator.check(  # an InputError (a ValueError) says what is wrong
+        [sentences[i] for i in todo],
+        allow_unknown=args.allow_unknown,
+        line_numbers=[i + 1 for i in todo],
+        where="" if args.input is None else f"--input {args.input}",
+    )
+    if unknown:
+        print(f"note: unknown words translated as <unk>: {', '.join(unknown)}", file=sys.stderr)
+    found = translator.translate(
+        [sentences[i] for i in todo],
+        beam=args.beam,
+        length_penalty=args.length_penalty,
+        max_len=args.max_len,
+        batch_size=args.batch_size,  # a long --input file is not one batch
+    )
+    best = [None] * len(sentences)
+    for i, hyp in zip(todo, found):
+        best[i] = hyp
+    for hyp in best:
+        print("" if hyp is None else hyp.text, flush=args.input == "-")
     if heatmap is not None:
-        for i, (sentence, result) in enumerate(zip(sentences, best)):
-            if result is None:
+        for i, (sentence, hyp) in enumerate(zip(sentences, best)):
+            if hyp is None:
                 continue
-            ids, finished = result
             target = heatmap if len(best) == 1 else heatmap.with_stem(f"{heatmap.stem}-{i}")
-            maps = attention_maps(model, data, sentence, tokens=ids, finished=finished)
-            if args.merge_pieces:
-                maps = merge_pieces(maps)
+            maps = translator.maps(sentence, hyp.ids, hyp.finished, merge_pieces=args.merge_pieces)
             plot_attention_maps(maps, target, all_heads=args.all_heads)
             print(f"heatmap: {target}", file=sys.stderr)
     return 0
@@ -166,93 +154,6 @@ def _read_input(name: str) -> list[str]:
     if not lines:
         raise ValueError(f"--input {name} has no lines to translate")
     return lines
-
-
-def _decode(
-    model, data, sentences, steps, beam, length_penalty, device
-) -> list[tuple[list[int], bool]]:
-    """Per sentence: the best translation's ids (``<eos>`` excluded) and whether it ended."""
-    from attnkit.inference.beam_search import BeamSearch
-    from attnkit.inference.decoding import greedy_decode
-
-    tgt = data.tgt_vocab
-    bos, eos = tgt["<bos>"], tgt["<eos>"]
-    src, src_len = data.encode_source(sentences)
-    src, src_len = src.to(device), src_len.to(device)
-    if beam is not None:
-        search = BeamSearch(beam, steps, bos, eos, length_penalty)
-        return [(list(h[0].tokens), h[0].finished) for h in search(model, src, src_len)]
-    res = greedy_decode(model, src, src_len, bos_id=bos, eos_id=eos, max_len=steps)
-    return list(zip(res.tokens, res.finished))
-
-
-def _short(sentence: str, limit: int = 60) -> str:
-    """``sentence`` cut to its first ``limit`` characters (+ "…"), for messages."""
-    return sentence if len(sentence) <= limit else sentence[:limit].rstrip() + "…"
-
-
-def _model_max_len(cfg: dict) -> int | None:
-    """The most positions the checkpoint's model can encode (its config's ``max_len``)."""
-    value = (cfg.get("model_config") or {}).get("max_len")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _check_sentences(
-    data,
-    cfg: dict,
-    sentences: list[str],
-    allow_unknown: bool,
-    input_name: str | None = None,
-    line_numbers: list[int] | None = None,
-) -> None:
-    """Empty, too long or (unless ``allow_unknown``) unknown words: a clear error (naming
-    the ``--input`` line, from ``line_numbers``, when the sentences came from one)."""
-    limit = data.max_len - 1  # words or pieces (punctuation included); <eos> is added
-    model_max = _model_max_len(cfg)
-    if model_max is not None:
-        limit = min(limit, model_max - 1)
-    unknown: dict[str, None] = {}
-    numbers = line_numbers or list(range(1, len(sentences) + 1))
-    for number, sentence in zip(numbers, sentences):
-        where = f"--input {input_name} line {number}: " if input_name is not None else ""
-        words = data.source_tokens(sentence)
-        if not words:
-            raise ValueError(f"{where}cannot translate an empty sentence: {sentence!r}")
-        if len(words) > limit:
-            raise ValueError(
-                f"{where}sentence {_short(sentence)!r} has {len(words)} {data.unit} + <eos>, "
-                f"more than max_len={limit + 1} of this model"
-            )
-        if data.tokenizer is None:  # subwords spell every word (bytes at worst)
-            unknown.update((w, None) for w in words if w not in data.src_vocab)
-    if unknown and not allow_unknown:
-        raise ValueError(
-            f"unknown words (not in the model's {len(data.src_vocab)}-word English "
-            f"vocabulary): {', '.join(unknown)}; pass --allow-unknown to translate them "
-            "as <unk>"
-        )
-    if unknown:
-        print(f"note: unknown words translated as <unk>: {', '.join(unknown)}", file=sys.stderr)
-
-
-def _decode_steps(data, cfg: dict, max_len: int | None) -> int:
-    """Decoder steps (``<eos>`` included) for ``--max-len``, checked against the model.
-
-    A model with positional encodings (the Transformer) takes at most its config's
-    ``max_len`` decoder positions; the heatmap's teacher-forced pass adds ``<bos>`` to
-    the steps, so they stay one below it.
-    """
-    model_max = _model_max_len(cfg)
-    if max_len is None:
-        steps = data.max_len + 2
-        return steps if model_max is None else max(1, min(steps, model_max - 1))
-    steps = max_len + 1
-    if model_max is not None and steps > model_max - 1:
-        raise ValueError(
-            f"--max-len {max_len} is more than this model can produce: its config has "
-            f"max_len={model_max} positions, so --max-len can be at most {model_max - 2}"
-        )
-    return steps
 
 
 def _check_heatmap_path(text: str) -> Path:

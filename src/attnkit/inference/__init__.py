@@ -6,3 +6,7 @@ service (``Translator``) behind ``translate run``/``eval``, the explorer and the
     tr.check(["i lost ."])                # unknown words, or an InputError
     [hyp] = tr.translate(["i lost ."], beam=4)
 """
+
+from attnkit.inference.translator import Evaluation, Hypothesis, InputError, Translator
+
+__all__ = ["Evaluation", "Hypothesis", "InputError", "Translator"]

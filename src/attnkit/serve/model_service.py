@@ -3,6 +3,9 @@
 Shape legend: L layers, H heads, S source tokens (``<eos>`` included), T target steps.
 
 Everything here is plain Python (no HTTP), so it can be tested and reused on its own.
+``ModelService`` wraps the one translator service, ``attnkit.inference.translator.Translator``
+(its input limits, decoding and attention maps), adding the explorer's request limits
+(``max_chars``, ``max_beam``) and its JSON-ready ``Translation``.
 Requests run on the shared model at the same time, in the server's worker threads: the
 model is only read, and each request's attention maps are recorded in its own context
 (``attnkit.attention.recording``), never on the modules. ``serialize=True`` runs one
@@ -15,17 +18,13 @@ import contextlib
 import os
 import threading
 import time
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 from torch import nn
 
 from attnkit.data.translation import TranslationData
-from attnkit.inference.attention_maps import attention_maps
-from attnkit.inference.attention_maps import merge_pieces as pieces_to_words
-from attnkit.inference.beam_search import BeamSearch
+from attnkit.inference.translator import InputError, Translator, escape_unencodable, visible
 
 __all__ = [
     "CheckpointLoadError",
@@ -37,46 +36,8 @@ __all__ = [
 ]
 
 
-def _escape_char(c: str) -> str:
-    n = ord(c)
-    return f"\\u{n:04x}" if n <= 0xFFFF else f"\\U{n:08x}"
-
-
-def escape_unencodable(s: str) -> str:
-    """``s`` with every lone surrogate (which UTF-8 cannot encode) as a ``\\udxxx`` escape."""
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return "".join(_escape_char(c) if 0xD800 <= ord(c) <= 0xDFFF else c for c in s)
-    return s
-
-
-def visible(word: str) -> str:
-    """``word`` as it can be read: invisible, control and format characters as escapes.
-
-    ``"cat\\u200b"`` (a zero-width space after ``cat``) is shown as
-    ``cat\\u200b``; printable characters (``é``, ``ß``, CJK ...) are kept as they are.
-    """
-    if word.isprintable():
-        return word
-    return "".join(c if c.isprintable() else _escape_char(c) for c in word)
-
-
-def _char_name(c: str) -> str:
-    name = unicodedata.name(c, "") or f"a {unicodedata.category(c)} character"
-    return f"U+{ord(c):04X} {name}"
-
-
 class CheckpointLoadError(RuntimeError):
     """The checkpoint could not be loaded (missing, corrupted, or not a translator)."""
-
-
-class InputError(ValueError):
-    """A request the model cannot translate; ``field`` names the offending input."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 @dataclass
@@ -115,13 +76,14 @@ class ModelService:
         for name, value in (("max_chars", max_chars), ("max_beam", max_beam)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        self.model = model.eval()
+        self.translator = Translator(model, data, model_config=model_config, arch=arch)
+        self.model = self.translator.model
         self.data = data
         self.arch = arch
-        self.model_config = dict(model_config or {})
+        self.model_config = self.translator.model_config
         self.max_chars = max_chars
         self.max_beam = max_beam
-        self.device = next(model.parameters()).device
+        self.device = self.translator.device
         self._lock = threading.Lock() if serialize else contextlib.nullcontext()
 
     @classmethod
@@ -129,21 +91,24 @@ class ModelService:
         cls, directory: str | os.PathLike, *, device: str = "cpu", **options: Any
     ) -> ModelService:
         """Load a checkpoint directory; raise ``CheckpointLoadError`` with the reason."""
-        from attnkit.training.checkpoint import load_model
-
         try:
-            model, cfg = load_model(directory, device=device)
-            data = TranslationData.from_dict(cfg["data"], directory)
+            translator = Translator.load(directory, device=device)
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
             # another task's checkpoint (a language model) is named as such by load_model
             reason = e.args[0] if isinstance(e, KeyError) and e.args else e
             raise CheckpointLoadError(f"cannot load checkpoint {directory}: {reason}") from e
-        return cls(model, data, str(cfg["arch"]), model_config=cfg.get("model_config"), **options)
+        return cls(
+            translator.model,
+            translator.data,
+            str(translator.arch),
+            model_config=translator.model_config,
+            **options,
+        )
 
     @property
     def max_tokens(self) -> int:
         """The most source words (or subword pieces) per sentence (``<eos>`` is added)."""
-        return self.data.max_len - 1
+        return self.translator.max_tokens
 
     @property
     def tokenizer(self) -> str:
@@ -164,52 +129,14 @@ class ModelService:
         }
 
     def check(self, text: str, beam_size: int, allow_unknown: bool) -> list[str]:
-        """Validate a request; return its unknown words (raise ``InputError`` if refused)."""
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as e:  # a lone surrogate, e.g. JSON "\ud800" with no pair
-            raise InputError(
-                "text",
-                f"text is not valid Unicode: character {e.start + 1} (counting from 1) is a "
-                f"lone surrogate (U+{ord(text[e.start]):04X}), which cannot be encoded as UTF-8; "
-                "a JSON \\ud800-\\udbff escape must be followed by a \\udc00-\\udfff one",
-            ) from None
-        if len(text) > self.max_chars:
-            raise InputError(
-                "text",
-                f"text has {len(text)} characters, more than the limit of {self.max_chars}",
-            )
-        words = self.data.source_tokens(text)
-        if not words:
-            raise InputError("text", "text is empty: type an English sentence")
-        if len(words) > self.max_tokens:
-            unit = "words (punctuation included)" if self.data.tokenizer is None else "pieces"
-            raise InputError(
-                "text",
-                f"text has {len(words)} {unit}, more than the limit of {self.max_tokens} "
-                "for this model",
-            )
+        """Validate a request; return its unknown words (raise ``InputError`` if refused).
+        The text's limits are the translator's (:meth:`Translator.check`)."""
+        self.translator.check([text], allow_unknown=True, max_chars=self.max_chars, field="text")
         if not 1 <= beam_size <= self.max_beam:
             raise InputError(
                 "beam_size", f"beam_size must be between 1 and {self.max_beam}, got {beam_size}"
             )
-        if self.data.tokenizer is not None:  # subwords spell every word (bytes at worst)
-            return []
-        unknown = list(dict.fromkeys(w for w in words if w not in self.data.src_vocab))
-        if unknown and not allow_unknown:
-            hidden = dict.fromkeys(c for w in unknown for c in w if not c.isprintable())
-            note = ""
-            if hidden:
-                note = (
-                    "; the text contains invisible or control characters, shown above as "
-                    f"\\u escapes: {', '.join(_char_name(c) for c in hidden)}"
-                )
-            raise InputError(
-                "text",
-                f"unknown words (not in the model's {len(self.data.src_vocab)}-word English "
-                f"vocabulary): {', '.join(visible(w) for w in unknown)}{note}",
-            )
-        return unknown
+        return self.translator.check([text], allow_unknown=allow_unknown, field="text")
 
     def translate(
         self,
@@ -220,24 +147,18 @@ class ModelService:
     ) -> Translation:
         """Translate ``text`` (greedy for ``beam_size`` 1, else beam search) with its maps;
         ``merge_pieces``: maps over words instead of subword pieces
-        (:func:`attnkit.inference.attention_maps.merge_pieces`)."""
+        (:func:`attnkit.inference.attention_maps.merge_pieces`; a word-level model's maps
+        are words already and stay as they are)."""
         unknown = self.check(text, beam_size, allow_unknown)
-        with self._lock, torch.inference_mode():
+        with self._lock:
             start = time.perf_counter()
-            tokens, finished = None, True
+            ids, finished = None, True
             if beam_size > 1:
-                tokens, finished = self._beam(text, beam_size)
-            maps = attention_maps(self.model, self.data, text, tokens=tokens, finished=finished)
+                # ranked by raw log-probability, as the explorer always has (no length penalty)
+                [best] = self.translator.translate([text], beam=beam_size, length_penalty=0.0)
+                ids, finished = best.ids, best.finished
+            maps = self.translator.maps(text, ids, finished, merge_pieces=merge_pieces)
             seconds = time.perf_counter() - start
-        if tokens is None:  # greedy: finished when the outputs end with <eos>
+        if ids is None:  # greedy: finished when the outputs end with <eos> (kept by merging)
             finished = bool(maps.outputs) and maps.outputs[-1] == "<eos>"
-        if merge_pieces:
-            maps = pieces_to_words(maps)
         return Translation(maps.translation, beam_size, seconds, finished, unknown, maps.to_json())
-
-    def _beam(self, text: str, beam_size: int) -> tuple[list[int], bool]:
-        tgt = self.data.tgt_vocab
-        src, src_len = self.data.encode_source([text])
-        search = BeamSearch(beam_size, self.data.max_len + 2, tgt["<bos>"], tgt["<eos>"])
-        best = search(self.model, src.to(self.device), src_len.to(self.device))[0][0]
-        return list(best.tokens), best.finished

@@ -31,8 +31,8 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, RandomSampler, TensorDataset, default_collate
 
-from attnkit.inference.decoding import translate
-from attnkit.metrics import bleu_from_stats, bleu_stats
+from attnkit.inference.scoring import split_texts, translate_and_score
+from attnkit.metrics import bleu_from_stats
 from attnkit.models.seq2seq import EncoderDecoder
 from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task, TrainingInterrupted
 from attnkit.training.losses import masked_cross_entropy
@@ -368,28 +368,19 @@ def evaluate_split(
         src, src_len, tgt, tgt_len = batch.to(device).astuple()
         totals[0] += teacher_forcing_loss(model, src, src_len, tgt, tgt_len, bos_id, "sum")
         totals[1] += tgt_len.sum()
-    sources, refs = _texts(data, split)
+    sources, refs = split_texts(data, split)
     if max_sentences is not None:
         sources, refs = sources[:max_sentences], refs[:max_sentences]
     sources, refs = sources[rank::world], refs[rank::world]
-    stats = torch.zeros(10, dtype=torch.float64, device=device)
-    if sources:
-        hyps, _ = translate(model, data, sources, max_len=getattr(cfg, "max_decode_len", None))
-        stats += torch.tensor(bleu_stats(hyps, refs, getattr(data, "bleu_tokenize", "none")))
+    max_len = getattr(cfg, "max_decode_len", None)
+    _, share = translate_and_score(model, data, sources, refs, max_len=max_len)  # as eval does
+    stats = torch.tensor(share, dtype=torch.float64, device=device)
     engine._all_reduce(totals)
     engine._all_reduce(stats)
     model.train(was_training)
     loss = float(totals[0] / totals[1]) if totals[1] > 0 else float("nan")
     bleu = bleu_from_stats(stats.tolist()) if stats[9] > 0 else float("nan")  # no references
     return {"loss": loss, "bleu": bleu, "tokens": float(totals[1])}
-
-
-def _texts(data, split: str) -> tuple[list[str], list[str]]:
-    """(source sentences, reference translations) of ``split`` as text."""
-    if hasattr(data, "sources"):
-        return data.sources(split), data.references(split)
-    pairs = list(getattr(data, split))  # a duck-typed data object: the book's tokens
-    return [" ".join(s) for s, _ in pairs], [" ".join(t) for _, t in pairs]
 
 
 def plot_history(history: dict[str, list[float]], path: str | Path, title: str) -> None:

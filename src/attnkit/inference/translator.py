@@ -1,0 +1,350 @@
+"""The one translator service: a trained model, its ``TranslationData`` and its limits.
+
+``attnkit translate run`` and ``translate eval``, the explorer's ``ModelService`` and the
+demo's test report all go through a ``Translator``:
+
+    tr = Translator.load("runs/bahdanau")
+    unknown = tr.check(["i lost ."])              # or an InputError saying what is wrong
+    [hyp] = tr.translate(["i lost ."], beam=4)    # Hypothesis(ids, text, finished)
+    maps = tr.maps("i lost .", hyp.ids, hyp.finished)
+
+Input limits live in :meth:`Translator.check`, once: a sentence must be valid Unicode
+(no lone surrogates), at most ``max_chars`` characters when a limit is given, not empty,
+at most :attr:`Translator.max_tokens` words or pieces (``<eos>`` is added; the data's
+``max_len`` and, for models with positions, the model config's ``max_len``), and for
+word-level data made of known words unless ``allow_unknown``.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from attnkit.inference import decoding
+from attnkit.inference.attention_maps import AttentionMaps, attention_maps
+from attnkit.inference.attention_maps import merge_pieces as pieces_to_words
+from attnkit.inference.beam_search import BeamSearch
+from attnkit.inference.scoring import split_texts, translate_and_score
+from attnkit.metrics import bleu_from_stats, bleu_signature, corpus_chrf
+
+__all__ = [
+    "Evaluation",
+    "Hypothesis",
+    "InputError",
+    "Translator",
+    "escape_char",
+    "escape_unencodable",
+    "model_max_len",
+    "visible",
+]
+
+
+class InputError(ValueError):
+    """A sentence (or request) the model cannot translate; ``field`` names the input."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    ids: list[int]  # target ids, <bos> and <eos> excluded
+    text: str  # detokenized (words joined by spaces, or subword pieces decoded)
+    finished: bool  # ended with <eos> (False: stopped at the step limit)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    split: str
+    bleu: float  # sacreBLEU corpus BLEU, 0-100
+    chrf: float  # sacreBLEU corpus chrF, 0-100
+    signature: str  # sacreBLEU's BLEU signature (its tokenizer included)
+    sources: list[str]
+    hyps: list[str]
+    refs: list[str]
+
+
+def escape_char(c: str) -> str:
+    n = ord(c)
+    return f"\\u{n:04x}" if n <= 0xFFFF else f"\\U{n:08x}"
+
+
+def visible(word: str) -> str:
+    """``word`` as it can be read: invisible, control and format characters as escapes.
+
+    ``"cat\\u200b"`` (a zero-width space after ``cat``) is shown as
+    ``cat\\u200b``; printable characters (``é``, ``ß``, CJK ...) are kept as they are.
+    """
+    if word.isprintable():
+        return word
+    return "".join(c if c.isprintable() else escape_char(c) for c in word)
+
+
+def _char_name(c: str) -> str:
+    name = unicodedata.name(c, "") or f"a {unicodedata.category(c)} character"
+    return f"U+{ord(c):04X} {name}"
+
+
+def _short(sentence: str, limit: int = 60) -> str:
+    """``sentence`` cut to its first ``limit`` characters (+ "…"), for messages."""
+    return sentence if len(sentence) <= limit else sentence[:limit].rstrip() + "…"
+
+
+def model_max_len(model_config: dict | None) -> int | None:
+    """The most positions a model can encode (its config's ``max_len``), if it has one."""
+    value = (model_config or {}).get("max_len")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class Translator:
+    """A trained translator: ``model`` (an attnkit ``EncoderDecoder``), ``data`` (the
+    ``TranslationData`` it was trained with: vocabularies, tokenizer, ``max_len``; with
+    splits for :meth:`evaluate`) and the model's config (for its positional ``max_len``).
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        data,
+        *,
+        model_config: dict[str, Any] | None = None,
+        arch: str | None = None,
+    ) -> None:
+        self.model = model.eval()
+        self.data = data
+        self.model_config = dict(model_config or {})
+        self.arch = arch
+        self.device = next(model.parameters()).device
+        self.config: dict[str, Any] = {}  # the checkpoint's config.json (``load``)
+
+    @classmethod
+    def load(cls, checkpoint_dir: str | os.PathLike, device: str = "cpu") -> Translator:
+        """The translator saved in ``checkpoint_dir`` (its tokenizer files included)."""
+        from attnkit.data.translation import TranslationData
+        from attnkit.training.checkpoint import load_model
+
+        model, cfg = load_model(checkpoint_dir, device)
+        data = TranslationData.from_dict(cfg["data"], checkpoint_dir)
+        translator = cls(model, data, model_config=cfg.get("model_config"), arch=str(cfg["arch"]))
+        translator.config = cfg
+        return translator
+
+    # ------------------------------------------------------------------------- limits
+
+    @property
+    def max_tokens(self) -> int:
+        """The most source words (or pieces) per sentence; ``<eos>`` is added."""
+        limit = self.data.max_len - 1
+        model_max = model_max_len(self.model_config)
+        return limit if model_max is None else min(limit, model_max - 1)
+
+    def check(
+        self,
+        sentences: list[str] | str,
+        *,
+        allow_unknown: bool = False,
+        max_chars: int | None = None,
+        line_numbers: list[int] | None = None,
+        where: str = "",
+        field: str | None = None,
+    ) -> list[str]:
+        """The unknown words of ``sentences`` (word-level data; subwords spell every
+        word), or an ``InputError`` naming the first sentence the model cannot take.
+
+        ``where`` names where the sentences came from (``"--input f.txt"``): messages
+        then start with ``"--input f.txt line N: "`` (N from ``line_numbers``, else
+        1, 2, ...). ``field`` (the explorer's ``"text"``) words the messages about that
+        request field instead of "sentence ..." and leaves out the CLI's
+        ``--allow-unknown`` hint.
+        """
+        if isinstance(sentences, str):
+            sentences = [sentences]
+        data = self.data
+        limit = self.max_tokens
+        numbers = line_numbers or list(range(1, len(sentences) + 1))
+        unknown: dict[str, None] = {}
+        for number, sentence in zip(numbers, sentences):
+            at = f"{where} line {number}: " if where else ""
+            subject = field or f"sentence {_short(sentence)!r}"
+            try:
+                sentence.encode("utf-8")
+            except UnicodeEncodeError as e:  # a lone surrogate: JSON "\ud800" with no pair
+                raise InputError(
+                    field or "text",
+                    f"{at}{field or 'the sentence'} is not valid Unicode: character {e.start + 1} "
+                    f"(counting from 1) is a lone surrogate (U+{ord(sentence[e.start]):04X}), "
+                    "which cannot be encoded as UTF-8; a JSON \\ud800-\\udbff escape must be "
+                    "followed by a \\udc00-\\udfff one",
+                ) from None
+            if max_chars is not None and len(sentence) > max_chars:
+                raise InputError(
+                    field or "text",
+                    f"{at}{subject} has {len(sentence)} characters, more than the limit of "
+                    f"{max_chars}",
+                )
+            words = data.source_tokens(sentence)
+            if not words:
+                raise InputError(
+                    field or "text",
+                    f"{at}{field} is empty: type an English sentence"
+                    if field
+                    else f"{at}cannot translate an empty sentence: {sentence!r}",
+                )
+            if len(words) > limit:
+                if field:  # the explorer counts what the user typed
+                    unit = "words (punctuation included)" if data.tokenizer is None else "pieces"
+                    message = f"has {len(words)} {unit}, more than the limit of {limit}"
+                    raise InputError(field, f"{at}{field} {message} for this model")
+                raise InputError(
+                    "text",
+                    f"{at}{subject} has {len(words)} {data.unit} + <eos>, more than "
+                    f"max_len={limit + 1} of this model",
+                )
+            if data.tokenizer is None:  # subwords spell every word (bytes at worst)
+                unknown.update((w, None) for w in words if w not in data.src_vocab)
+        if unknown and not allow_unknown:
+            hidden = dict.fromkeys(c for w in unknown for c in w if not c.isprintable())
+            note = ""
+            if hidden:
+                note = (
+                    "; the text contains invisible or control characters, shown above as "
+                    f"\\u escapes: {', '.join(_char_name(c) for c in hidden)}"
+                )
+            hint = "" if field else "; pass --allow-unknown to translate them as <unk>"
+            raise InputError(
+                field or "text",
+                f"unknown words (not in the model's {len(data.src_vocab)}-word English "
+                f"vocabulary): {', '.join(visible(w) for w in unknown)}{note}{hint}",
+            )
+        return list(unknown)
+
+    def decode_steps(self, max_len: int | None = None) -> int:
+        """Decoder steps (``<eos>`` included) for a ``max_len`` of output tokens (default:
+        the data's ``max_len`` + 2 steps), checked against the model.
+
+        A model with positional encodings (the Transformer) takes at most its config's
+        ``max_len`` decoder positions; the attention maps' teacher-forced pass adds
+        ``<bos>`` to the steps, so they stay one below it.
+        """
+        model_max = model_max_len(self.model_config)
+        if max_len is None:
+            steps = self.data.max_len + 2
+            return steps if model_max is None else max(1, min(steps, model_max - 1))
+        steps = max_len + 1
+        if model_max is not None and steps > model_max - 1:
+            raise ValueError(
+                f"--max-len {max_len} is more than this model can produce: its config has "
+                f"max_len={model_max} positions, so --max-len can be at most {model_max - 2}"
+            )
+        return steps
+
+    # ------------------------------------------------------------------------- decoding
+
+    def translate(
+        self,
+        sentences: list[str],
+        *,
+        beam: int | None = None,
+        length_penalty: float = 0.6,
+        max_len: int | None = None,
+        batch_size: int = 64,
+    ) -> list[Hypothesis]:
+        """The best translation of each sentence, in input order: batched greedy
+        decoding (``beam`` None) or beam search. Sentences are decoded ``batch_size`` at
+        a time, in order of length (less padding); results do not depend on batching.
+        The sentences are not checked here (see :meth:`check`)."""
+        if isinstance(sentences, str):
+            raise TypeError("sentences must be a list of str, not a single str")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if beam is not None and (not isinstance(beam, int) or beam < 1):
+            raise ValueError(f"beam must be a positive int or None, got {beam!r}")
+        steps = self.decode_steps(max_len)
+        tgt = self.data.tgt_vocab
+        bos, eos = tgt["<bos>"], tgt["<eos>"]
+        search = None if beam is None else BeamSearch(beam, steps, bos, eos, length_penalty)
+        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].split()))
+        found: list[Hypothesis | None] = [None] * len(sentences)
+        with torch.inference_mode():
+            for start in range(0, len(order), batch_size):
+                idx = order[start : start + batch_size]
+                src, src_len = self.data.encode_source([sentences[i] for i in idx])
+                src, src_len = src.to(self.device), src_len.to(self.device)
+                if search is not None:
+                    best = [(h[0].tokens, h[0].finished) for h in search(self.model, src, src_len)]
+                else:
+                    res = decoding.greedy_decode(  # looked up at call time (patchable)
+                        self.model, src, src_len, bos_id=bos, eos_id=eos, max_len=steps
+                    )
+                    best = list(zip(res.tokens, res.finished))
+                for i, (ids, finished) in zip(idx, best):
+                    ids = list(ids)
+                    found[i] = Hypothesis(ids, self.data.detokenize(ids), bool(finished))
+        return found  # type: ignore[return-value]
+
+    def maps(
+        self,
+        sentence: str,
+        ids: list[int] | None = None,
+        finished: bool = True,
+        merge_pieces: bool = False,
+    ) -> AttentionMaps:
+        """The attention maps of ``sentence`` translated as ``ids`` (greedy when None);
+        ``merge_pieces``: over words instead of subword pieces (``merge_pieces`` of
+        ``attention_maps``); a word-level model's maps are words already, unchanged."""
+        with torch.inference_mode():
+            maps = attention_maps(
+                self.model,
+                self.data,
+                sentence,
+                tokens=None if ids is None else list(ids),
+                finished=finished,
+                max_len=self.decode_steps() if ids is None else None,
+            )
+        subwords = getattr(self.data, "tokenizer", None) is not None
+        return pieces_to_words(maps) if merge_pieces and subwords else maps
+
+    # ------------------------------------------------------------------------- scoring
+
+    def evaluate(
+        self, split: str = "test", limit: int | None = None, *, batch_size: int = 256
+    ) -> Evaluation:
+        """Corpus BLEU and chrF of greedy translations of ``split`` (its first ``limit``
+        sentences), scored as ``data.bleu_tokenize`` says (sacreBLEU)."""
+        if limit is not None and limit < 1:
+            raise ValueError(f"limit must be at least 1 (sentences to score), got {limit}")
+        sources, refs = split_texts(self.data, split)
+        if limit is not None:
+            sources, refs = sources[:limit], refs[:limit]
+        if not sources:
+            raise ValueError(f"the {split} split is empty")
+        with torch.inference_mode():
+            hyps, stats = translate_and_score(
+                self.model, self.data, sources, refs, max_len=self.decode_steps(),
+                batch_size=batch_size,
+            )  # fmt: skip
+        tokenize = getattr(self.data, "bleu_tokenize", "none")
+        return Evaluation(
+            split=split,
+            bleu=bleu_from_stats(stats),
+            chrf=corpus_chrf(hyps, refs),
+            signature=bleu_signature(tokenize),
+            sources=sources,
+            hyps=hyps,
+            refs=refs,
+        )
+
+
+def escape_unencodable(s: str) -> str:
+    """``s`` with every lone surrogate (which UTF-8 cannot encode) as a ``\\udxxx`` escape."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(escape_char(c) if 0xD800 <= ord(c) <= 0xDFFF else c for c in s)
+    return s
