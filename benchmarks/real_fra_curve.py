@@ -7,7 +7,8 @@ so its 30-minute snapshot is the 30-minute recipe's model):
     attnkit translate train --arch transformer --preset base --data fra.txt \\
         --tokenizer sentencepiece --time-budget 3600 --snapshot-every-minutes 5 --out runs/fr
 
-then score the snapshots nearest below each mark on the whole held-out test split:
+then score the snapshot nearest to each mark (each is written right after the step that
+crosses it) on the whole held-out test split:
 
     python benchmarks/real_fra_curve.py runs/fr --minutes 5,10,20,30,60 --average 30:2
 
@@ -60,13 +61,14 @@ def main() -> None:
     print(f"{args.run}: {len(snapshots)} snapshots; test split: {len(sources)} pairs")
 
     def upto(minute: float) -> int:
-        """Index of the last snapshot taken at or before ``minute``."""
-        index = [i for i, s in enumerate(snapshots) if s["train_seconds"] <= minute * 60 + 1]
-        if not index:
-            raise SystemExit(f"no snapshot at or before minute {minute}")
-        return index[-1]
+        """Index of the snapshot nearest to ``minute`` (they are written just after a mark)."""
+        gaps = [abs(s["train_seconds"] - minute * 60) for s in snapshots]
+        best = min(range(len(snapshots)), key=gaps.__getitem__)
+        if gaps[best] > 60:
+            raise SystemExit(f"no snapshot within a minute of minute {minute}")
+        return best
 
-    points = [(f"{m:g}", [upto(float(m))]) for m in args.minutes.split(",")]
+    points = [(f"{float(m):g}", [upto(float(m))]) for m in args.minutes.split(",")]
     for spec in args.average:
         minute, n = spec.split(":")
         end = upto(float(minute))
@@ -90,8 +92,9 @@ def main() -> None:
         epochs = last["step"] / max(
             1, len(data.batches("train", cfg["train_config"]["batch_tokens"]))
         )
-        print(f"| {label} | {last['step']} | {epochs:.2f} | {bleu:.1f} | {chrf:.1f} | {seconds:.0f} |",
-              flush=True)  # fmt: skip
+        taken = last["train_seconds"] / 60
+        print(f"| {label} | {taken:.2f} min | {last['step']} | {epochs:.2f} | {bleu:.1f} | "
+              f"{chrf:.1f} | {seconds:.0f} |", flush=True)  # fmt: skip
     print(f"sacreBLEU signature: {bleu_signature(data.bleu_tokenize)}")
     for src, hyp, ref in list(zip(sources, hyps, refs))[:5]:
         print(f"  {src} => {hyp}   (reference: {ref})")

@@ -81,3 +81,24 @@ def real_format_file(tmp_path_factory) -> Callable[..., Path]:
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def tiny_data():
+    """~300 generated EN-FR pairs (seconds to train on)."""
+    from attnkit.data.translation import load_translation_data
+
+    return load_translation_data(None, num_pairs=300, max_len=12, seed=0)
+
+
+@pytest.fixture
+def tiny_model(tiny_data):
+    """A function building a tiny translator of ``tiny_data``'s vocabularies."""
+    from attnkit.models.registry import build_model
+
+    def make(arch: str = "bahdanau", seed: int = 0, **config):
+        torch.manual_seed(seed)
+        config = {"embed_size": 16, "num_hiddens": 16, "num_layers": 2, "dropout": 0.1, **config}
+        return build_model(arch, config, len(tiny_data.src_vocab), len(tiny_data.tgt_vocab))
+
+    return make
