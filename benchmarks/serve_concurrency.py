@@ -6,8 +6,9 @@ time, the throughput and the latency percentiles of each mode, side by side, in 
 
     python benchmarks/serve_concurrency.py --checkpoint runs/demo/checkpoint --requests 100
 
-``serialized``: every translation under one lock (the explorer before attention maps were
-values); ``concurrent``: no lock (each request records its maps in its own context).
+``one at a time``: every translation under one lock (the explorer before attention maps
+were values); ``2 at a time``: at most two (``ModelService(max_concurrent=2)``, the
+default); ``unbounded``: every request at once (each records its maps in its own context).
 Every response is checked against the same sentence translated alone.
 """
 
@@ -24,9 +25,10 @@ import httpx
 import torch
 import uvicorn
 
-from attnkit.serve.app import create_app
+from attnkit.serve.app import create_app_for_service
 from attnkit.serve.model_service import ModelService
 
+MODES = {"one at a time": 1, "2 at a time": 2, "unbounded": None}  # max_concurrent
 SENTENCES = [
     "the happy girl watches the cat .",
     "they are not beautiful .",
@@ -60,7 +62,9 @@ async def _hammer(url: str, n: int, beam: int) -> tuple[float, list[float], list
 
 def run(service: ModelService, n: int, beam: int) -> tuple[float, list[float], list[dict]]:
     port = _free_port()
-    config = uvicorn.Config(create_app(service), host="127.0.0.1", port=port, log_level="error")
+    config = uvicorn.Config(
+        create_app_for_service(service), host="127.0.0.1", port=port, log_level="error"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -85,8 +89,8 @@ def main() -> None:
     alone = {}
     rows = {}
     for repeat in range(args.repeats):
-        for mode in ("serialized", "concurrent"):
-            service = ModelService.from_checkpoint(args.checkpoint, serialize=mode == "serialized")
+        for mode, bound in MODES.items():
+            service = ModelService.from_checkpoint(args.checkpoint, max_concurrent=bound)
             if not alone:
                 alone = {s: service.translate(s, args.beam) for s in SENTENCES}
             wall, latencies, bodies = run(service, args.requests, args.beam)
@@ -107,7 +111,8 @@ def main() -> None:
         q = statistics.quantiles(latencies, n=20)
         print(f"| {mode} | {wall:.2f} | {args.requests / wall:.1f} | "
               f"{statistics.median(latencies):.2f} | {q[18]:.2f} |")  # fmt: skip
-    print(f"\nconcurrent / serialized throughput: {walls['serialized'] / walls['concurrent']:.2f}x")
+    for mode in MODES:
+        print(f"{mode} / one at a time, throughput: {walls['one at a time'] / walls[mode]:.2f}x")
 
 
 if __name__ == "__main__":

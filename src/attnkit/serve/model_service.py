@@ -8,7 +8,7 @@ Everything here is plain Python (no HTTP), so it can be tested and reused on its
 (``max_chars``, ``max_beam``) and its JSON-ready ``Translation``.
 Requests run on the shared model at the same time, in the server's worker threads: the
 model is only read, and each request's attention maps are recorded in its own context
-(``attnkit.attention.recording``), never on the modules. ``serialize=True`` runs one
+(``attnkit.attention.recording``), never on the modules. ``max_concurrent`` bounds how many run at once (1: one
 request at a time instead (a lock; ``benchmarks/serve_concurrency.py`` compares both).
 """
 
@@ -59,7 +59,9 @@ class ModelService:
         arch: the registry name of the architecture (shown in the page).
         max_chars: the longest accepted input text, in characters.
         max_beam: the largest accepted beam size.
-        serialize: translate one request at a time (default: concurrently).
+        max_concurrent: translations running at once (the others wait); None: no bound,
+            1: one at a time. Default 2 (the best of 1, 2 and unbounded on 2 cores:
+            ``benchmarks/serve_concurrency.py``).
     """
 
     def __init__(
@@ -71,7 +73,7 @@ class ModelService:
         max_chars: int = 200,
         max_beam: int = 10,
         model_config: dict[str, Any] | None = None,
-        serialize: bool = False,
+        max_concurrent: int | None = 2,
     ) -> None:
         for name, value in (("max_chars", max_chars), ("max_beam", max_beam)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -84,7 +86,19 @@ class ModelService:
         self.max_chars = max_chars
         self.max_beam = max_beam
         self.device = self.translator.device
-        self._lock = threading.Lock() if serialize else contextlib.nullcontext()
+        if max_concurrent is not None and (
+            isinstance(max_concurrent, bool)
+            or not isinstance(max_concurrent, int)
+            or max_concurrent < 1
+        ):
+            raise ValueError(
+                f"max_concurrent must be a positive int or None, got {max_concurrent!r}"
+            )
+        self._lock = (
+            contextlib.nullcontext()
+            if max_concurrent is None
+            else threading.BoundedSemaphore(max_concurrent)
+        )
 
     @classmethod
     def from_checkpoint(
