@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import socket
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +14,11 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
+# spawned worker processes (the DDP tests) unpickle functions of ``tests.*`` modules: with
+# the repository root on sys.path (inherited by spawn) that works under plain `pytest` too,
+# not only `python -m pytest`
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
 
 @pytest.fixture(autouse=True)
