@@ -72,6 +72,12 @@ def test_tokenizer_round_trip(tokenizer, real_format):
     assert len(tokenizer.src_vocab) == 400
 
 
+def test_training_is_deterministic(tokenizer, real_format):
+    pairs = [line.split("\t") for line in real_format.read_text("utf-8").splitlines()]
+    again = SubwordTokenizer.train([e for e, _ in pairs], [f for _, f in pairs], vocab_size=400)
+    assert again.meta()["sha256"] == tokenizer.meta()["sha256"]
+
+
 def test_separate_and_bpe_models(real_format):
     pairs = [line.split("\t") for line in real_format.read_text("utf-8").splitlines()]
     tok = SubwordTokenizer.train(

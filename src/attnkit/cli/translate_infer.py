@@ -19,17 +19,15 @@ __all__ = ["check_device", "run_average", "run_eval", "run_run"]
 
 
 def run_average(args: argparse.Namespace) -> int:
-    from attnkit.training.averaging import average_checkpoint, list_snapshots
+    from attnkit.training.averaging import average_checkpoint
+    from attnkit.training.checkpoint import read_checkpoint_config
 
     if args.last < 1:
         raise ValueError(f"--last must be at least 1 (snapshots to average), got {args.last}")
-    snapshots = list_snapshots(args.checkpoint, check=False)
     out = average_checkpoint(args.checkpoint, args.last, args.out)
-    chosen = snapshots[-args.last :]
-    steps = ", ".join(str(s["step"]) for s in chosen)
-    print(
-        f"averaged the last {args.last} snapshots of {args.checkpoint} (steps {steps}) into {out}"
-    )
+    steps = read_checkpoint_config(out)["averaged"]["snapshots"]
+    print(f"averaged the last {args.last} snapshots of {args.checkpoint} (steps "
+          f"{', '.join(map(str, steps))}) into {out}")  # fmt: skip
     return 0
 
 

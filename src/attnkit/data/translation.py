@@ -217,7 +217,7 @@ def _subword_data(
     if subword is None:
         subword = SubwordTokenizer.train(
             [en for en, _ in train_texts], [fr for _, fr in train_texts],
-            vocab_size=vocab_size, model_type=subword_type, joint=joint_vocab, seed=seed,
+            vocab_size=vocab_size, model_type=subword_type, joint=joint_vocab,
         )  # fmt: skip
     splits: dict[str, list[Pair]] = {}
     kept_texts: dict[str, list[tuple[str, str]]] = {}
