@@ -158,3 +158,12 @@ def test_maps_of_a_word_model_are_unchanged_by_merge_pieces(trained, tiny_data):
     torch.testing.assert_close(merged.cross, maps.cross)
     greedy = trained.maps(sentence)  # no ids: decoded greedily, the same translation
     assert greedy.translation == hyp.text
+
+
+def test_constructor_names_what_it_got(tiny_data, tiny_model):
+    with pytest.raises(TypeError, match="model must be an attnkit EncoderDecoder, got Linear"):
+        Translator(torch.nn.Linear(2, 2), tiny_data)
+    with pytest.raises(
+        TypeError, match=r"data must be a TranslationData, got dict \(no encode_source"
+    ):
+        Translator(tiny_model(), {})

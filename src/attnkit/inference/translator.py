@@ -116,6 +116,17 @@ class Translator:
         model_config: dict[str, Any] | None = None,
         arch: str | None = None,
     ) -> None:
+        if not isinstance(model, nn.Module) or not all(
+            hasattr(model, part) for part in ("encoder", "decoder")
+        ):
+            raise TypeError(f"model must be an attnkit EncoderDecoder, got {type(model).__name__}")
+        missing = [n for n in ("encode_source", "detokenize", "source_tokens", "max_len")
+                   if not hasattr(data, n)]  # fmt: skip
+        if missing:
+            raise TypeError(
+                f"data must be a TranslationData, got {type(data).__name__} "
+                f"(no {', '.join(missing)})"
+            )
         self.model = model.eval()
         self.data = data
         self.model_config = dict(model_config or {})
