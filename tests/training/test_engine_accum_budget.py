@@ -230,6 +230,32 @@ def test_a_budget_larger_than_needed_changes_nothing(tmp_path):
     assert runs[0].history["train_loss"] == runs[1].history["train_loss"]
 
 
+def test_linear_to_budget_warms_up_then_decays_with_the_budget_clock(tmp_path):
+    engine = _engine(
+        tmp_path, accum=1, epochs=1, time_budget_s=1e6, schedule="linear_to_budget",
+        warmup_steps=2,
+    )  # fmt: skip
+    progress = iter([0.1, 0.2, 0.5, 0.75, 0.9, 1.0, 1.0])  # the fraction used at each step
+    engine._budget_progress = lambda: next(progress)
+    lrs, step = [], engine.optimizer.step
+    engine.optimizer.step = lambda: (lrs.append(engine.optimizer.param_groups[0]["lr"]), step())
+    engine.fit()
+    expected = [0.01 * 0.5 * 0.9, 0.01 * 0.8, 0.01 * 0.5, 0.01 * 0.25, 0.01 * 0.1, 0.0, 0.0]
+    assert lrs == pytest.approx(expected, abs=1e-15)
+
+
+def test_linear_to_budget_needs_a_budget_and_a_progress():
+    from attnkit.training.optim import lr_at
+
+    with pytest.raises(ValueError, match=r"linear_to_budget.*needs time_budget_s"):
+        EngineConfig(schedule="linear_to_budget", warmup_steps=10)
+    with pytest.raises(ValueError, match="needs progress"):
+        lr_at("linear_to_budget", 1e-3, 10, 5)
+    assert lr_at("linear_to_budget", 1e-3, 10, 5, progress=0.5) == pytest.approx(2.5e-4)
+    assert lr_at("linear_to_budget", 1e-3, 10, 50, progress=1.7) == 0.0  # clamped
+    assert lr_at("linear_to_budget", 1e-3, 0, 1, progress=0.0) == pytest.approx(1e-3)
+
+
 @pytest.mark.parametrize("value", [0, -1, 0.0, float("nan"), float("inf"), "60", True])
 def test_bad_time_budgets_are_named(value):
     with pytest.raises(ValueError, match=r"EngineConfig\.time_budget_s must be a positive") as e:

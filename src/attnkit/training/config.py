@@ -27,7 +27,9 @@ class EngineConfig:
     beta1: float = 0.9
     beta2: float = 0.98
     weight_decay: float = 0.0
-    schedule: str = "constant"  # or "inverse_sqrt" (Vaswani et al., peak = lr at warmup)
+    # or "inverse_sqrt" (Vaswani et al., peak = lr at warmup), or "linear_to_budget" (warm-up,
+    # then linear decay to 0 when time_budget_s runs out)
+    schedule: str = "constant"
     warmup_steps: int = 0
     seed: int | None = 0  # torch.manual_seed at the start of a fresh run; None = leave it
     out_dir: str | None = None  # checkpoint directory; None = no checkpoints
@@ -100,6 +102,11 @@ class EngineConfig:
             raise ValueError(f"{name}.schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.schedule == "inverse_sqrt" and self.warmup_steps < 1:
             raise ValueError(f"{name}.warmup_steps must be >= 1 with schedule='inverse_sqrt'")
+        if self.schedule == "linear_to_budget" and self.time_budget_s is None:
+            raise ValueError(
+                f"{name}.schedule='linear_to_budget' decays to 0 when the time budget runs "
+                "out: it needs time_budget_s (--time-budget SECONDS)"
+            )
         torch.device(self.device)  # raises on a malformed device string
         if self.precision not in PRECISIONS:
             raise ValueError(

@@ -184,6 +184,7 @@ class Engine(GradientSteps, EngineState):
         self._stop = StopSignals(verbose=self.is_main)  # its handlers are on during fit()
         self._stop_now = False  # the same, agreed by every rank at the end of a step
         self._budget_now = False  # rank 0's time budget used up, agreed the same way
+        self._progress_now = 0.0  # rank 0's budget fraction used, agreed the same way
         self._bar = None
         self._stopping_at_end = None  # "signal"/"budget" during the last epoch's last step
         self.stopped_by_budget = False  # the last fit() stopped on its time budget
@@ -202,6 +203,13 @@ class Engine(GradientSteps, EngineState):
         budget = self.config.time_budget_s
         start = self._fit_start
         return budget is not None and start is not None and time.perf_counter() - start >= budget
+
+    def _budget_progress(self) -> float:
+        """The fraction of the time budget this fit() has used (0 without a budget)."""
+        budget, start = self.config.time_budget_s, self._fit_start
+        if budget is None or start is None:
+            return 0.0
+        return min((time.perf_counter() - start) / budget, 1.0)
 
     def _should_stop(self) -> str | None:
         """ "signal", "budget" or None: one process: as soon as asked or used up; several:

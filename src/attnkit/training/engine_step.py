@@ -72,11 +72,14 @@ class GradientSteps:
         return out.loss_sum.detach(), tokens, out.carry
 
     def _agree(self, denominator: Tensor) -> Tensor:
-        """All-reduce [denominator, stop asked, rank 0's budget used up] (DDP's host sync)."""
+        """All-reduce [denominator, stop asked, rank 0's budget used up, rank 0's budget
+        fraction used] (DDP's host sync): every rank stops and schedules by rank 0's clock."""
         flags = [float(self._stop.requested), float(self.is_main and self._budget_used())]
+        flags.append(self._budget_progress() if self.is_main else 0.0)
         packed = torch.cat([denominator.reshape(1), denominator.new_tensor(flags)])
         dist.all_reduce(packed)
         self._stop_now, self._budget_now = bool(packed[1] > 0), bool(packed[2] > 0)
+        self._progress_now = float(packed[3])
         return packed
 
     def _accumulate(self, loss_sum: Tensor, denominator, first: bool, last: bool) -> None:
@@ -111,7 +114,8 @@ class GradientSteps:
             nn.utils.clip_grad_norm_(self.params, cfg.clip, foreach=True)
         self.step += 1
         if cfg.schedule != "constant":
-            lr = lr_at(cfg.schedule, cfg.lr, cfg.warmup_steps, self.step)
+            progress = self._budget_progress() if self.world_size == 1 else self._progress_now
+            lr = lr_at(cfg.schedule, cfg.lr, cfg.warmup_steps, self.step, progress)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
         if isinstance(self.optimizer, torch.optim.Optimizer):

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 OPTIMIZERS = ("adam", "sgd")
-SCHEDULES = ("constant", "inverse_sqrt")
+SCHEDULES = ("constant", "inverse_sqrt", "linear_to_budget")
 
 
 def model_parameters(model) -> list[Tensor]:
@@ -68,19 +68,28 @@ def make_optimizer(
         return torch.optim.Adam(params, lr=lr, betas=betas, weight_decay=weight_decay, foreach=True)
 
 
-def lr_at(schedule: str, lr: float, warmup_steps: int, step: int) -> float:
+def lr_at(
+    schedule: str, lr: float, warmup_steps: int, step: int, progress: float | None = None
+) -> float:
     """Learning rate of optimizer step ``step`` (1-based).
 
     ``constant``: ``lr``. ``inverse_sqrt``: ``lr * sqrt(w) * min(step^-0.5, step * w^-1.5)``,
     the Transformer schedule scaled so that its peak, at ``step == warmup_steps``, is ``lr``.
+    ``linear_to_budget``: ``lr * min(1, step / w) * (1 - progress)``, a linear warm-up then a
+    linear decay that reaches 0 when the time budget runs out; ``progress`` is the fraction
+    of the budget used, in [0, 1] (clamped).
     """
     if schedule == "constant":
         return lr
-    if schedule != "inverse_sqrt":
+    if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     step = max(step, 1)
     w = warmup_steps
-    return lr * math.sqrt(w) * min(step**-0.5, step * w**-1.5)
+    if schedule == "inverse_sqrt":
+        return lr * math.sqrt(w) * min(step**-0.5, step * w**-1.5)
+    if progress is None:
+        raise ValueError("schedule 'linear_to_budget' needs progress (the budget fraction used)")
+    return lr * min(1.0, step / max(w, 1)) * (1.0 - min(max(progress, 0.0), 1.0))
 
 
 def clip_gradients(model_or_params, max_norm: float) -> float:
