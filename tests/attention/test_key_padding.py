@@ -85,19 +85,21 @@ def test_multihead_attention_routes_long_padded_keys(monkeypatch):
     monkeypatch.setattr(key_padding, "key_padded_attention", lambda *a: calls.append(1) or real(*a))
     torch.manual_seed(0)
     K = key_padding.MIN_KEYS
-    mha = MultiHeadAttention(16, 4).eval()
+    mha = MultiHeadAttention(16, 4, skip_key_padding=True).eval()
     X = torch.randn(3, K, 16)
     lens = torch.tensor([K, 5, 0])
     out = mha(X, X, X, lens)
     assert len(calls) == 1
-    want = mha(X, X, X, lens, need_weights=True)  # explicit weights path
+    MultiHeadAttention(16, 4).eval()(X, X, X, lens)  # opt-in: not without skip_key_padding
+    assert len(calls) == 1
+    want, _ = mha(X, X, X, lens, need_weights=True)  # explicit weights path
     torch.testing.assert_close(out, want, atol=1e-5, rtol=1e-5)
     mha(X, X, X, lens, causal=True)
     mha(X, X, X, lens[:, None].expand(3, K).contiguous())
     mha(X[:, : K - 1], X[:, : K - 1], X[:, : K - 1], lens.clamp(max=K - 1))  # too short
     mha(X[:, :1], X, X, lens)  # one query per row (a decoding step): batched kernel
     mha.train()
-    mha.attention.dropout = 0.1
+    mha.dropout = 0.1
     mha(X, X, X, lens)
     assert len(calls) == 1
 

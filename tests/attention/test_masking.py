@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnkit.attention import as_mask, causal_mask, masked_softmax, sequence_mask
+from attnkit.attention import as_mask, attention_mask, causal_mask, masked_softmax, sequence_mask
 
 
 def reference_masked_softmax(X: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -145,3 +145,35 @@ def test_as_mask_shapes():
     assert as_mask((2, 3, 4), torch.tensor([1, 2])).shape == (2, 1, 4)
     assert as_mask((2, 3, 4), torch.tensor([[1, 2, 3], [0, 0, 4]])).shape == (2, 3, 4)
     assert as_mask((2, 3, 4), None) is None
+
+
+def test_attention_mask_is_the_one_builder():
+    lens = torch.tensor([3, 1])
+    # key lengths: (B, 1, K); with heads (B, 1, 1, K); per query: (B, Q, K)
+    m = attention_mask(lens, 2, 2, 4)
+    assert m.tolist() == [[[1, 1, 1, 0]], [[1, 0, 0, 0]]]
+    assert attention_mask(lens, 2, 2, 4, num_heads=3).shape == (2, 1, 1, 4)
+    per_query = attention_mask(torch.tensor([[1, 2], [0, 4]]), 2, 2, 4)
+    assert per_query.tolist() == [[[1, 0, 0, 0], [1, 1, 0, 0]], [[0, 0, 0, 0], [1, 1, 1, 1]]]
+    # causal alone, and with lengths: the last Q of K positions (a cached step)
+    assert attention_mask(None, 2, 2, 4, causal=True).tolist() == causal_mask(2, 4).tolist()
+    both = attention_mask(lens, 2, 2, 4, causal=True, num_heads=1)
+    assert both.shape == (2, 1, 2, 4)
+    assert both[0, 0].tolist() == [[1, 1, 1, 0], [1, 1, 1, 0]]
+    assert both[1, 0].tolist() == [[1, 0, 0, 0], [1, 0, 0, 0]]
+    # a bool mask passes through, checked; with heads a (B, Q, K) mask gets the heads axis
+    keep = torch.rand(2, 2, 4) > 0.5
+    assert torch.equal(attention_mask(keep, 2, 2, 4), keep)
+    assert torch.equal(attention_mask(keep, 2, 2, 4, num_heads=2), keep.unsqueeze(1))
+    assert attention_mask(None, 2, 2, 4) is None
+
+
+def test_attention_mask_errors_name_the_argument():
+    with pytest.raises(ValueError, match=r"src_len must have shape \(B,\) = \(2,\), got \(2, 3\)"):
+        attention_mask(torch.ones(2, 3, dtype=torch.long), 2, 3, 4, per_query=False, name="src_len")
+    with pytest.raises(ValueError, match=r"boolean mask m of shape \(3, 4\) does not broadcast"):
+        attention_mask(torch.ones(3, 4, dtype=torch.bool), 2, 2, 4, name="m")
+    with pytest.raises(TypeError, match="valid_lens must be None, a tensor of lengths"):
+        attention_mask([1, 2], 2, 2, 4)
+    with pytest.raises(ValueError, match=r"must lie in \[0, 4\]"):
+        attention_mask(torch.tensor([5, 1]), 2, 2, 4)

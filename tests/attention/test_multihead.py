@@ -12,6 +12,7 @@ from torch import nn
 
 from attnkit import d2l
 from attnkit.attention import MultiHeadAttention
+from attnkit.attention.kv_cache import KVCache
 
 
 class BookMHA(nn.Module):
@@ -89,9 +90,9 @@ def test_fast_and_exact_paths_agree_with_padding_and_dropout_off():
     lens = torch.tensor([7, 3, 0])
     fast = mha(X, X, X, lens)
     assert mha.attention_weights is None
-    exact = mha(X, X, X, lens, need_weights=True)
+    exact, weights = mha(X, X, X, lens, need_weights=True)
     torch.testing.assert_close(fast, exact, atol=1e-5, rtol=1e-5)
-    assert mha.attention_weights.shape == (3, 4, 7, 7)
+    assert weights.shape == (3, 4, 7, 7) and mha.attention_weights is weights
 
 
 def test_causal_output_ignores_future_positions():
@@ -103,25 +104,81 @@ def test_causal_output_ignores_future_positions():
     b = mha(Y, Y, Y, causal=True)
     torch.testing.assert_close(a[:, :4], b[:, :4])
     assert not torch.allclose(a[:, 4:], b[:, 4:])
-    mha(X, X, X, causal=True, need_weights=True)
-    assert (mha.attention_weights.triu(1) == 0).all()
+    _, weights = mha(X, causal=True, need_weights=True)
+    assert (weights.triu(1) == 0).all()
 
 
 def test_causal_combined_with_padding():
     mha = MultiHeadAttention(8, 2).eval()
     X = torch.randn(2, 5, 8)
-    mha(X, X, X, torch.tensor([5, 2]), causal=True, need_weights=True)
-    w = mha.attention_weights
+    _, w = mha(X, X, X, torch.tensor([5, 2]), causal=True, need_weights=True)
     assert (w[1, :, :, 2:] == 0).all() and (w.triu(1) == 0).all()
 
 
-def test_project_kv_then_attend_equals_forward():
+def test_the_three_call_forms_agree():
+    """mha(X) (one fused matmul), mha(Y, memory) and the book's mha(q, k, v) are the same
+    attention; so is the unfused layout loaded from the same weights."""
+    torch.manual_seed(0)
     mha = MultiHeadAttention(8, 2).eval()
-    q, kv = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
-    k, v = mha.project_kv(kv, kv)
-    assert k.shape == (2, 2, 5, 4)
-    mask = mha.build_mask(2, 3, 5, torch.tensor([5, 1]), False, q.device)
-    torch.testing.assert_close(mha.attend(q, k, v, mask), mha(q, kv, kv, torch.tensor([5, 1])))
+    X, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+    lens = torch.tensor([3, 1])
+    torch.testing.assert_close(mha(X, valid_lens=lens), mha(X, X, X, lens))
+    torch.testing.assert_close(mha(X, memory, valid_lens=lens), mha(X, memory, memory, lens))
+    separate = MultiHeadAttention(8, 2, fused_qkv=False).eval()
+    separate.load_state_dict(mha.state_dict())
+    assert sorted(separate.state_dict()) == ["W_k.weight", "W_o.weight", "W_q.weight", "W_v.weight"]
+    torch.testing.assert_close(separate(X, memory, valid_lens=lens), mha(X, memory, memory, lens))
+    torch.testing.assert_close(separate.W_k.weight, mha.W_qkv.weight[8:16])
+
+
+def test_the_fused_weight_is_a_parameter_used_as_is():
+    """W_qkv is kept: no concatenation per forward, and its gradient is the three
+    projections' gradients stacked."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2, bias=True)
+    assert sorted(mha.state_dict()) == ["W_o.bias", "W_o.weight", "W_qkv.bias", "W_qkv.weight"]
+    assert mha.W_qkv.weight.shape == (24, 8)
+    separate = MultiHeadAttention(8, 2, bias=True, fused_qkv=False)
+    separate.load_state_dict(mha.state_dict())
+    X = torch.randn(2, 4, 8)
+    mha(X).square().sum().backward()
+    separate(X).square().sum().backward()
+    stacked = torch.cat(
+        [separate.W_q.weight.grad, separate.W_k.weight.grad, separate.W_v.weight.grad]
+    )
+    torch.testing.assert_close(mha.W_qkv.weight.grad, stacked)
+    # an older checkpoint (three separate weights) loads into the fused layout
+    mha.load_state_dict(separate.state_dict())
+    torch.testing.assert_close(
+        mha.W_qkv.bias, torch.cat([separate.W_q.bias, separate.W_k.bias, separate.W_v.bias])
+    )
+    with pytest.raises(ValueError, match="fused_qkv=True needs equal query, key and value sizes"):
+        MultiHeadAttention(8, 2, key_size=4, fused_qkv=True)
+    assert not MultiHeadAttention(8, 2, key_size=4).fused_qkv  # unequal sizes: separate
+
+
+def test_a_cache_step_equals_the_full_pass_and_weights_are_returned():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2).eval()
+    X, memory = torch.randn(2, 4, 8), torch.randn(2, 6, 8)
+    lens = torch.tensor([6, 2])
+    with torch.no_grad():
+        full, full_w = mha(X, causal=True, need_weights=True)
+        cache = KVCache()
+        steps = [mha(X[:, t : t + 1], causal=True, cache=cache) for t in range(4)]
+        torch.testing.assert_close(torch.cat(steps, 1), full, rtol=1e-5, atol=1e-6)
+        cross = KVCache(static=True)
+        first = mha(X[:, :1], memory, valid_lens=lens, cache=cross)
+        keys = cross.keys
+        again, w = mha(X[:, :1], memory * 0, valid_lens=lens, cache=cross, need_weights=True)
+    assert cross.keys is keys  # a filled static cache is reused: the memory is not read
+    torch.testing.assert_close(first, again)
+    assert w.shape == (2, 2, 1, 6) and (w[1, ..., 2:] == 0).all()
+    assert full_w.shape == (2, 2, 4, 4)
+    with pytest.raises(TypeError, match="cache must be a KVCache or None, got tuple"):
+        mha(X, cache=(1, 2))
+    with pytest.raises(ValueError, match="values given without keys"):
+        mha(X, None, X)
 
 
 def test_bool_mask_argument():
@@ -157,8 +214,8 @@ def test_forward_rejects_non_tensor_lengths_keys_and_values():
         TypeError, match=r"valid_lens must be None, a tensor of lengths .* got list"
     ):
         mha(X, X, X, [1, 2])
-    with pytest.raises(TypeError, match="keys must be a floating-point tensor, got None"):
-        mha(X, None, None)
+    with pytest.raises(TypeError, match=r"keys must be a floating-point tensor, got torch\.int64"):
+        mha(X, torch.ones(2, 3, 8, dtype=torch.long))
     with pytest.raises(TypeError, match="values must be a floating-point tensor"):
         mha(X, X, "v")
 

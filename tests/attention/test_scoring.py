@@ -59,11 +59,12 @@ def test_dot_product_fast_and_exact_paths_match_reference(B, Q, K, per_query, da
     attn = DotProductAttention().eval()
     fast = attn(q, k, v, lens)
     assert attn.attention_weights is None  # fused path keeps nothing
-    exact = attn(q, k, v, lens, need_weights=True)
+    exact, weights = attn(q, k, v, lens, need_weights=True)
     torch.testing.assert_close(fast.double(), ref_out, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(exact.double(), ref_out, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(fast, exact, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(attn.attention_weights.double(), ref_w, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(weights.double(), ref_w, atol=1e-6, rtol=1e-6)
+    assert attn.attention_weights is weights  # kept too
 
 
 @settings(max_examples=20, deadline=None)
@@ -86,6 +87,9 @@ def test_fully_masked_rows_give_zero_output_on_both_paths():
     dot = DotProductAttention().eval()
     for need in (False, True):
         out = dot(q, k, v, lens, need_weights=need)
+        if need:
+            out, weights = out
+            assert (weights[0] == 0).all() and torch.isfinite(weights).all()
         assert (out[0] == 0).all() and torch.isfinite(out).all()
     add = AdditiveAttention(4, 4, 6).eval()
     assert (add(q, k, v, lens)[0] == 0).all()
@@ -118,7 +122,7 @@ def test_dot_product_gradcheck_both_paths():
     for need in (False, True):
         assert torch.autograd.gradcheck(
             lambda q, k, v, need=need: dot(q, k, v, lens, need_weights=need), (q, k, v)
-        )
+        )  # with need_weights: the output and the weights, both differentiable
 
 
 def test_dropout_only_in_training():
@@ -127,8 +131,8 @@ def test_dropout_only_in_training():
     torch.testing.assert_close(dot.eval()(q, k, v), dot.eval()(q, k, v))
     dot.train()
     torch.manual_seed(0)
-    a = dot(q, k, v, need_weights=True)
-    assert not torch.allclose(a, dot.eval()(q, k, v, need_weights=True))
+    a, _ = dot(q, k, v, need_weights=True)
+    assert not torch.allclose(a, dot.eval()(q, k, v, need_weights=True)[0])
 
 
 def test_scaled_dot_product_4d_with_broadcast_mask():

@@ -19,6 +19,7 @@ import pytest
 import torch
 from torch import nn
 
+from attnkit.attention.kv_cache import KVCache
 from attnkit.attention.masking import causal_mask
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.inference.beam_search import BeamSearch
@@ -102,9 +103,9 @@ def test_degenerate_shapes():
     mha = MultiHeadAttention(8, 2).eval()
     X = torch.randn(2, 3, 8)
     with torch.no_grad():
-        Y = mha(X, X, X, torch.tensor([0, 3]), need_weights=True)
+        Y, weights = mha(X, X, X, torch.tensor([0, 3]), need_weights=True)
     assert torch.isfinite(Y).all()
-    assert torch.equal(mha.attention_weights[0], torch.zeros(2, 3, 3))
+    assert torch.equal(weights[0], torch.zeros(2, 3, 3))
     torch.testing.assert_close(Y[0], mha.W_o(torch.zeros(3, 8)))  # zero heads, then W_o
     # empty (0-token) targets are refused with a message, not an index error
     with pytest.raises(ValueError, match="max_len must be a positive int"):
@@ -118,10 +119,14 @@ def test_causal_mask_with_fewer_queries_than_keys_is_a_cached_step():
     mha = MultiHeadAttention(8, 2).eval()
     X = torch.randn(1, 5, 8)
     with torch.no_grad():
-        full = mha(X, X, X, causal=True)  # (1, 5, 8)
-        q, k, v = mha.project_qkv(X)
-        step = mha.attend_heads(q[:, :, 3:], k, v, causal_mask(2, 5))  # queries 3 and 4
+        full, full_weights = mha(X, causal=True, need_weights=True)  # (1, 5, 8)
+        cache = KVCache()
+        mha(X[:, :3], causal=True, cache=cache)  # positions 0..2 into the cache
+        step, weights = mha(X[:, 3:], causal=True, cache=cache, need_weights=True)  # 3 and 4
+    assert len(cache) == 5 and weights.shape == (1, 2, 2, 5)
     torch.testing.assert_close(step, full[:, 3:], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(weights, full_weights[:, :, 3:], rtol=1e-5, atol=1e-6)
+    assert (weights[..., 0, 4] == 0).all()  # query 3 does not see key 4
 
 
 class _TableDecoder(nn.Module):

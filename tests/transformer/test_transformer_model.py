@@ -7,7 +7,7 @@ import torch
 
 from attnkit.attention import record_attention
 from attnkit.models.registry import build_model
-from attnkit.models.transformer import PRESETS, TransformerConfig, build_transformer
+from attnkit.models.transformer import PRESETS, BlockCache, TransformerConfig, build_transformer
 
 
 def tiny(pre_norm: bool = False, dropout: float = 0.0):
@@ -44,8 +44,39 @@ def test_incremental_decoding_equals_full_pass(pre_norm):
         steps.append(logits)
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
     # the cache holds projected keys/values: (B, H, T, Dh) self, (B, H, S, Dh) cross
-    k, _v, ck, _cv = state[2][0]
-    assert k.shape == (3, 4, 5, 4) and ck.shape == (3, 4, 6, 4)
+    cache = state[2][0]
+    assert isinstance(cache, BlockCache) and len(cache) == 5
+    assert cache.self_attention.keys.shape == (3, 4, 5, 4)
+    assert cache.cross_attention.static and cache.cross_attention.keys.shape == (3, 4, 6, 4)
+
+
+def test_a_decoder_step_leaves_the_state_it_was_given_as_it_was():
+    model = tiny()
+    src, src_len, tgt = batch()
+    enc = model.encoder(src, src_len)
+    state = model.decoder(tgt[:, :2], model.decoder.init_state(enc, src_len))[1]
+    keys = state[2][0].self_attention.keys
+    a, after = model.decoder(tgt[:, 2:3], state)
+    b, _ = model.decoder(tgt[:, 2:3], state)  # the same step again, from the same state
+    torch.testing.assert_close(a, b)
+    assert state[2][0].self_attention.keys is keys and len(state[2][0]) == 2
+    assert len(after[2][0]) == 3
+
+
+def test_the_cross_attention_projects_the_encoder_output_once(monkeypatch):
+    """Decoding steps reuse the encoder output's keys/values: after the first step the
+    encoder-decoder attention projects only its queries."""
+    model = tiny()
+    src, src_len, tgt = batch()
+    enc = model.encoder(src, src_len)
+    state = model.decoder.init_state(enc, src_len)
+    cross = model.decoder.blks[0].attention2
+    rows = []
+    real = cross._project_memory
+    monkeypatch.setattr(cross, "_project_memory", lambda *a: rows.append(1) or real(*a))
+    for t in range(3):
+        _, state = model.decoder(tgt[:, t : t + 1], state)
+    assert len(rows) == 1
 
 
 def test_decoder_is_causal_in_eval_full_pass():
@@ -98,7 +129,11 @@ def test_reorder_state_selects_rows():
     idx = torch.tensor([2, 0, 0])
     re = model.decoder.reorder_state(state, idx)
     torch.testing.assert_close(re[0], enc[idx])
-    torch.testing.assert_close(re[2][1][0], state[2][1][0][idx])
+    old, new = state[2][1].self_attention, re[2][1].self_attention
+    torch.testing.assert_close(new.keys, old.keys[idx])
+    torch.testing.assert_close(
+        re[2][1].cross_attention.values, state[2][1].cross_attention.values[idx]
+    )
     nxt_a = model.decoder(tgt[idx, 2:3], re)[0]
     nxt_b = model.decoder(tgt[:, 2:3], state)[0][idx]
     torch.testing.assert_close(nxt_a, nxt_b, atol=1e-5, rtol=1e-5)

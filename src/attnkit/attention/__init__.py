@@ -4,8 +4,10 @@ from attnkit.attention.bilinear import BilinearAttention
 from attnkit.attention.dropout import Dropout
 from attnkit.attention.kernel_regression import NadarayaWatson, NWKernelRegression
 from attnkit.attention.key_padding import key_padded_attention
+from attnkit.attention.kv_cache import KVCache
 from attnkit.attention.masking import (
     as_mask,
+    attention_mask,
     causal_mask,
     lengths_to_mask,
     masked_softmax,
@@ -21,11 +23,13 @@ __all__ = [
     "BilinearAttention",
     "DotProductAttention",
     "Dropout",
+    "KVCache",
     "MultiHeadAttention",
     "NWKernelRegression",
     "NadarayaWatson",
     "PositionalEncoding",
     "as_mask",
+    "attention_mask",
     "causal_mask",
     "key_padded_attention",
     "lengths_to_mask",

@@ -15,6 +15,7 @@ from torch import Tensor
 
 __all__ = [
     "as_mask",
+    "attention_mask",
     "causal_mask",
     "check_valid_lens",
     "lengths_to_mask",
@@ -103,10 +104,73 @@ def causal_mask(num_queries: int, num_keys: int | None = None, device=None) -> T
     return torch.arange(num_keys, device=device) <= q
 
 
+def attention_mask(
+    valid_lens: Tensor | None,
+    batch: int,
+    num_queries: int,
+    num_keys: int,
+    *,
+    causal: bool = False,
+    num_heads: int | None = None,
+    per_query: bool = True,
+    device=None,
+    name: str = "valid_lens",
+) -> Tensor | None:
+    """The one mask builder: which keys may each query attend (bool, True = attend)?
+
+    Args:
+        valid_lens: None; key lengths (B,) shared by every query; lengths (B, Q) per query
+            (refused with ``per_query=False``); or a boolean mask broadcastable to (B, Q, K),
+            or to (B, H, Q, K) when ``num_heads`` is given.
+        causal: query i, the i-th of the last Q of K positions, attends keys
+            j <= i + (K - Q) (with K > Q: a cached decoding step).
+        num_heads: give the mask a heads axis, to broadcast against (B, H, Q, K) scores.
+
+    Returns:
+        None when nothing is masked; otherwise a bool mask broadcastable to (B, Q, K)
+        ((B, 1, K) for key lengths), or to (B, H, Q, K) with ``num_heads``
+        ((B, 1, 1, K), (B, 1, Q, K)). Checked: wrong shapes, dtypes and lengths outside
+        [0, K] raise errors naming ``name``.
+    """
+    mask = None
+    if valid_lens is not None and not isinstance(valid_lens, Tensor):
+        raise TypeError(
+            f"{name} must be None, a tensor of lengths (B,) or (B, Q), or a boolean mask "
+            f"(a torch.Tensor), got {type(valid_lens).__name__}"
+        )
+    target = (batch, num_queries, num_keys)
+    if num_heads is not None:
+        target = (batch, num_heads, num_queries, num_keys)
+    if valid_lens is not None and valid_lens.dtype == torch.bool:
+        mask = valid_lens if device is None else valid_lens.to(device)
+        if num_heads is not None and mask.dim() == 3:  # (B, Q, K) -> (B, 1, Q, K)
+            mask = mask.unsqueeze(1)
+        try:
+            torch.broadcast_shapes(mask.shape, target)
+        except RuntimeError:
+            raise ValueError(
+                f"boolean mask {name} of shape {tuple(valid_lens.shape)} does not broadcast to "
+                f"(B, Q, K) = {(batch, num_queries, num_keys)}"
+            ) from None
+    elif valid_lens is not None:
+        check_valid_lens(valid_lens, batch, num_queries, num_keys, name, per_query)
+        lens = valid_lens if device is None else valid_lens.to(device)
+        # (B,) -> (B, 1, K) shared by every query; (B, Q) -> (B, Q, K)
+        mask = lengths_to_mask(lens.unsqueeze(-1) if lens.dim() == 1 else lens, num_keys)
+        if num_heads is not None:
+            mask = mask.unsqueeze(1)  # the heads axis: (B, 1, 1|Q, K)
+    if causal:
+        where = device if device is not None else getattr(mask, "device", None)
+        tri = causal_mask(num_queries, num_keys, device=where)  # (Q, K)
+        mask = tri if mask is None else mask & tri
+    return mask
+
+
 def as_mask(scores_shape: tuple[int, ...], valid_lens: Tensor | None, device=None) -> Tensor | None:
     """valid_lens (B,), (B, Q) or a bool mask broadcastable to the scores -> bool mask or None.
 
-    Lengths give a (B, 1, K) mask (shared by every query) or a (B, Q, K) mask.
+    ``attention_mask`` for scores of shape (B, Q, K) (or any shape, for a bool mask):
+    lengths give a (B, 1, K) mask (shared by every query) or a (B, Q, K) mask.
     """
     if valid_lens is None:
         return None
@@ -122,12 +186,7 @@ def as_mask(scores_shape: tuple[int, ...], valid_lens: Tensor | None, device=Non
         return valid_lens.to(device) if device is not None else valid_lens
     if len(shape) != 3:
         raise ValueError(f"scores must be (B, Q, K) when valid_lens are lengths, got shape {shape}")
-    B, Q, K = shape
-    check_valid_lens(valid_lens, B, Q, K)
-    lens = valid_lens.to(device) if device is not None else valid_lens
-    if lens.dim() == 1:
-        return lengths_to_mask(lens, K).unsqueeze(1)  # (B, 1, K)
-    return lengths_to_mask(lens, K)  # (B, Q, K)
+    return attention_mask(valid_lens, *shape, device=device)
 
 
 def masked_softmax(X: Tensor, valid_lens: Tensor | None = None) -> Tensor:

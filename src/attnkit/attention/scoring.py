@@ -78,8 +78,9 @@ class DotProductAttention(nn.Module):
     """Scaled dot-product attention with dropout on the weights.
 
     ``forward`` runs through PyTorch's fused ``scaled_dot_product_attention``
-    unless weights are requested (``need_weights=True`` or ``record_weights``),
-    in which case it computes them exactly and keeps them in ``attention_weights``.
+    unless weights are wanted: ``need_weights=True`` (then it returns ``(output,
+    weights)``), ``record_weights`` or a ``record_attention()`` block. Then it computes
+    them exactly and keeps them in ``attention_weights`` too.
     """
 
     def __init__(self, dropout: float = 0.0, record_weights: bool = False) -> None:
@@ -97,17 +98,17 @@ class DotProductAttention(nn.Module):
         keys: Tensor,  # (B, K, D)
         values: Tensor,  # (B, K, Dv)
         valid_lens: Tensor | None = None,  # (B,) or (B, Q) ints, or bool mask (B, Q, K)
-        need_weights: bool | None = None,
-    ) -> Tensor:  # (B, Q, Dv)
+        need_weights: bool = False,
+    ) -> Tensor | tuple[Tensor, Tensor]:  # (B, Q, Dv), and weights (B, Q, K)
         _check_qkv(queries, keys, values, same_width=True)
         scores_shape = (queries.shape[0], queries.shape[1], keys.shape[1])
         mask = as_mask(scores_shape, valid_lens, queries.device)  # (B, 1 or Q, K)
-        want = self.wants_weights() if need_weights is None else need_weights
+        want = need_weights or self.wants_weights()
         p = self.dropout if self.training else 0.0
         out, weights = scaled_dot_product(queries, keys, values, mask, p, want)
         self.attention_weights = weights
         note_weights(self, weights)
-        return out
+        return (out, weights) if need_weights else out
 
 
 class AdditiveAttention(nn.Module):

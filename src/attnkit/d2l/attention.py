@@ -57,8 +57,22 @@ class DotProductAttention(_RecordInEval, _att.DotProductAttention):
         super().__init__(dropout)
 
 
+class _BookAttentionWeights:
+    """The book's ``mha.attention``: its ``attention_weights`` are the multi-head module's
+    weights in the book's layout, (B*H, Q, K)."""
+
+    def __init__(self, owner: _att.MultiHeadAttention) -> None:
+        self._owner = owner
+
+    @property
+    def attention_weights(self) -> Tensor | None:
+        w = self._owner.attention_weights  # (B, H, Q, K)
+        return None if w is None else w.reshape(-1, *w.shape[-2:])
+
+
 class MultiHeadAttention(_RecordInEval, _att.MultiHeadAttention):
-    """The book's ``MultiHeadAttention(key_size, query_size, value_size, num_hiddens, ...)``."""
+    """The book's ``MultiHeadAttention(key_size, query_size, value_size, num_hiddens, ...)``:
+    the book's parameters (``W_q``, ``W_k``, ``W_v``, ``W_o``) and ``attention`` holder."""
 
     def __init__(
         self,
@@ -79,7 +93,9 @@ class MultiHeadAttention(_RecordInEval, _att.MultiHeadAttention):
             query_size=query_size,
             key_size=key_size,
             value_size=value_size,
+            fused_qkv=False,
         )
+        self.attention = _BookAttentionWeights(self)
 
 
 def _check_heads(fn: str, X, num_heads, expected_shape: str) -> None:
@@ -177,13 +193,6 @@ class EncoderBlock(_tf.EncoderBlock):
         )
         _book_sublayers(self, book_args, use_bias, ("attention",))
 
-    def forward(self, X, valid_lens):
-        """``valid_lens``: the book's key lengths (B,), or the encoder stack's bool mask."""
-        mask = self.attention.build_mask(
-            X.shape[0], X.shape[1], X.shape[1], valid_lens, False, X.device
-        )
-        return self.run(X, mask)
-
 
 class TransformerEncoder(_tf.TransformerEncoder):
     """The book's ``TransformerEncoder``; ``attention_weights`` per block as (B*H, S, S)."""
@@ -220,13 +229,14 @@ class DecoderBlock(_tf.DecoderBlock):
 
     def forward(self, X, state, *block_args):
         """The book's ``blk(X, state)``; inside the decoder stack, which calls every block
-        as ``blk(X, enc_outputs, cross_mask, cache)``, the block's own step."""
+        as ``blk(X, enc_outputs, cross_mask, cache)``, the block's own forward."""
         if block_args:
-            return self.step(X, state, *block_args)
+            return super().forward(X, state, *block_args)
         enc_outputs, enc_valid_lens = state[0], state[1]
-        cross_mask = _tf._padding_mask(enc_valid_lens, *enc_outputs.shape[:2], X.device)
-        X, state[2][self.i] = self.step(X, enc_outputs, cross_mask, state[2][self.i])
-        return X, state
+        cross_mask = _tf.padding_mask(enc_valid_lens, *enc_outputs.shape[:2], X.device)
+        if state[2][self.i] is None:
+            state[2][self.i] = _tf.BlockCache()
+        return super().forward(X, enc_outputs, cross_mask, state[2][self.i]), state
 
 
 class TransformerDecoder(_tf.TransformerDecoder):

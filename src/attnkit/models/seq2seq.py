@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnkit.attention.masking import lengths_to_mask
+from attnkit.attention.masking import attention_mask
 from attnkit.attention.recording import note_weights
 from attnkit.attention.scoring import AdditiveAttention
 
@@ -319,7 +319,8 @@ class Seq2SeqAttentionDecoder(AttentionDecoder):
         # (The same score as AdditiveAttention.forward, with W_k(keys) hoisted out of the loop.)
         att = self.attention
         keys = att.W_k(enc_outputs).unsqueeze(1)  # (B, 1, S, H)
-        mask = None if src_len is None else lengths_to_mask(src_len, S).unsqueeze(1)  # (B, 1, S)
+        B, device = enc_outputs.shape[0], enc_outputs.device
+        mask = attention_mask(src_len, B, 1, S, per_query=False, device=device)  # (B, 1, S)
         # masked_softmax inlined for the per-step loop (its checks cost more than the math):
         # fill masked keys with the lowest value, softmax, then zero them exactly.
         fill = None if mask is None else ~mask

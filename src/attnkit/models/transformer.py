@@ -13,22 +13,24 @@ Post-norm as the book (``LayerNorm(X + Dropout(Y))``) or pre-norm
 
 The decoder is causal in every mode (the book's is not in a full eval-mode pass).
 Its state is the book's layout ``[enc_outputs, enc_valid_lens, caches]`` where
-``caches[i]`` holds block i's *projected* self-attention keys/values of the
-positions decoded so far and the projected encoder keys/values, so each
-incremental step projects one new position only.
+``caches[i]`` is block i's ``BlockCache``: the *projected* self-attention keys/values
+of the positions decoded so far and the projected encoder keys/values, so each
+incremental step projects one new position only. A decoder forward never changes the
+state it is given: it returns a new one.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
 
 from attnkit.attention.dropout import Dropout
-from attnkit.attention.masking import causal_mask, check_valid_lens
+from attnkit.attention.kv_cache import KVCache
+from attnkit.attention.masking import attention_mask
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import PositionalEncoding
 from attnkit.models.seq2seq import AttentionDecoder, Encoder, EncoderDecoder, check_tokens
@@ -46,9 +48,28 @@ __all__ = [
     "build_transformer",
 ]
 
-BlockCache = tuple[
-    Tensor, Tensor, Tensor, Tensor
-]  # self k, self v, cross k, cross v: (B, H, *, Dh)
+
+@dataclass
+class BlockCache:
+    """A decoder block's caches: its self-attention's keys/values of the positions decoded
+    so far, and its encoder-decoder attention's keys/values of the encoder output."""
+
+    self_attention: KVCache = field(default_factory=KVCache)
+    cross_attention: KVCache = field(default_factory=lambda: KVCache(static=True))
+
+    def __len__(self) -> int:
+        """Positions decoded so far."""
+        return len(self.self_attention)
+
+    def copy(self) -> BlockCache:
+        """A new cache holding the same tensors (updating it leaves this one as it is)."""
+        return BlockCache(self.self_attention.copy(), self.cross_attention.copy())
+
+    def index_select(self, index: Tensor) -> BlockCache:
+        """A new cache with batch rows ``index`` (B',)."""
+        return BlockCache(
+            self.self_attention.index_select(index), self.cross_attention.index_select(index)
+        )
 
 
 @dataclass(frozen=True)
@@ -140,12 +161,10 @@ class EncoderBlock(nn.Module):
         self.ffn = PositionWiseFFN(c.d_model, c.d_ff, c.d_model)
         self.addnorm2 = AddNorm(c.d_model, c.dropout, c.pre_norm)
 
-    def forward(self, X: Tensor, mask: Tensor | None = None) -> Tensor:
-        return self.run(X, mask)
-
-    def run(self, X: Tensor, mask: Tensor | None = None) -> Tensor:
-        """X (B, S, D); mask bool broadcastable to (B, H, S, S), True = attend."""
-        Y = self.addnorm1(X, self.attention.self_attend(self.addnorm1.pre(X), mask))
+    def forward(self, X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
+        """X (B, S, D) -> (B, S, D); valid_lens: key lengths (B,) or a bool mask
+        broadcastable to (B, H, S, S), True = attend (the encoder passes (B, 1, 1, S))."""
+        Y = self.addnorm1(X, self.attention(self.addnorm1.pre(X), valid_lens=valid_lens))
         return self.addnorm2(Y, self.ffn(self.addnorm2.pre(Y)))
 
 
@@ -160,12 +179,11 @@ def _check_ids(X: Tensor, vocab_size: int, name: str) -> None:
         )
 
 
-def _padding_mask(valid_lens: Tensor | None, B: int, S: int, device) -> Tensor | None:
-    """Key lengths (B,) -> bool (B, 1, 1, S); None stays None."""
-    if valid_lens is None:
-        return None
-    check_valid_lens(valid_lens, B, 1, S, name="valid_lens", per_query=False)
-    return (torch.arange(S, device=device) < valid_lens.to(device)[:, None])[:, None, None, :]
+def padding_mask(valid_lens: Tensor | None, B: int, S: int, device) -> Tensor | None:
+    """Source lengths (B,) -> bool (B, 1, 1, S), built once for every block; None stays None."""
+    return attention_mask(
+        valid_lens, B, 1, S, num_heads=1, per_query=False, device=device, name="valid_lens"
+    )
 
 
 class _TokenStack:
@@ -204,7 +222,7 @@ class TransformerEncoder(_TokenStack, Encoder):
     def forward(self, X: Tensor, valid_lens: Tensor | None = None, *args) -> Tensor:
         """X (B, S) token ids, valid_lens (B,) -> (B, S, D)."""
         _check_ids(X, self.vocab_size, "src")
-        mask = _padding_mask(valid_lens, X.shape[0], X.shape[1], X.device)
+        mask = padding_mask(valid_lens, X.shape[0], X.shape[1], X.device)
         X = self._embed(X)
         for blk in self.blks:
             X = blk(X, mask)  # called as a module: forward hooks on blocks fire
@@ -229,32 +247,21 @@ class DecoderBlock(nn.Module):
         self.ffn = PositionWiseFFN(c.d_model, c.d_ff, c.d_model)
         self.addnorm3 = AddNorm(c.d_model, c.dropout, c.pre_norm)
 
-    def forward(self, X: Tensor, enc_outputs: Tensor, cross_mask=None, cache=None):
-        return self.step(X, enc_outputs, cross_mask, cache)
-
-    def step(
+    def forward(
         self,
         X: Tensor,  # (B, T, D): the new positions
         enc_outputs: Tensor,  # (B, S, D)
-        cross_mask: Tensor | None,  # bool (B, 1, 1, S) or None
-        cache: BlockCache | None = None,  # from the previous call, or None at position 0
-    ) -> tuple[Tensor, BlockCache]:
-        T = X.shape[1]
-        X_in = self.addnorm1.pre(X)
-        q, k, v = self.attention1.project_qkv(X_in)  # (B, H, T, Dh): the new positions only
-        if cache is not None:
-            k = torch.cat([cache[0], k], dim=2)  # (B, H, past + T, Dh)
-            v = torch.cat([cache[1], v], dim=2)
-            cross_k, cross_v = cache[2], cache[3]
-        else:
-            cross_k, cross_v = self.attention2.project_kv(enc_outputs, enc_outputs)  # (B, H, S, Dh)
-        self_mask = causal_mask(T, k.shape[2], device=X.device)  # (T, past + T)
-        Y = self.addnorm1(X, self.attention1.attend_heads(q, k, v, self_mask))
+        cross_mask: Tensor | None = None,  # bool (B, 1, 1, S) or source lengths (B,)
+        cache: BlockCache | None = None,  # updated in place: the new positions are added
+    ) -> Tensor:  # (B, T, D)
+        self_cache = None if cache is None else cache.self_attention
+        cross_cache = None if cache is None else cache.cross_attention
+        Y = self.addnorm1(X, self.attention1(self.addnorm1.pre(X), causal=True, cache=self_cache))
+        Y_in = self.addnorm2.pre(Y)
         Z = self.addnorm2(
-            Y, self.attention2.attend(self.addnorm2.pre(Y), cross_k, cross_v, cross_mask)
+            Y, self.attention2(Y_in, enc_outputs, valid_lens=cross_mask, cache=cross_cache)
         )
-        out = self.addnorm3(Z, self.ffn(self.addnorm3.pre(Z)))
-        return out, (k, v, cross_k, cross_v)
+        return self.addnorm3(Z, self.ffn(self.addnorm3.pre(Z)))
 
 
 class TransformerDecoder(_TokenStack, AttentionDecoder):
@@ -271,7 +278,8 @@ class TransformerDecoder(_TokenStack, AttentionDecoder):
         self.dense = nn.Linear(config.d_model, vocab_size)
 
     def init_state(self, enc_outputs: Tensor, enc_valid_lens: Tensor | None = None, *args) -> list:
-        return [enc_outputs, enc_valid_lens, [None] * self.num_layers]
+        """enc_outputs (B, S, D), enc_valid_lens (B,) -> the state before position 0."""
+        return [enc_outputs, enc_valid_lens, [BlockCache() for _ in range(self.num_layers)]]
 
     def forward(self, X: Tensor, state: list) -> tuple[Tensor, list]:
         """X (B, T) token ids (the next T positions) -> logits (B, T, V), new state."""
@@ -281,14 +289,12 @@ class TransformerDecoder(_TokenStack, AttentionDecoder):
             raise ValueError(
                 f"tgt has batch size {X.shape[0]} but the state holds {enc_outputs.shape[0]} rows"
             )
-        past = 0 if caches[0] is None else caches[0][0].shape[2]
-        cross_mask = _padding_mask(enc_valid_lens, *enc_outputs.shape[:2], X.device)
-        Y = self._embed(X, offset=past)
-        new_caches = []
-        for blk, cache in zip(self.blks, caches):
-            Y, cache = blk(Y, enc_outputs, cross_mask, cache)  # as a module: hooks fire
-            new_caches.append(cache)
-        return self.dense(self.final_norm(Y)), [enc_outputs, enc_valid_lens, new_caches]
+        caches = [BlockCache() if c is None else c.copy() for c in caches]  # state kept as is
+        cross_mask = padding_mask(enc_valid_lens, *enc_outputs.shape[:2], X.device)
+        Y = self._embed(X, offset=len(caches[0]))
+        for blk, cache in zip(self.blks, caches, strict=True):
+            Y = blk(Y, enc_outputs, cross_mask, cache)  # as a module: forward hooks fire
+        return self.dense(self.final_norm(Y)), [enc_outputs, enc_valid_lens, caches]
 
     def reorder_state(self, state: list, index: Tensor) -> list:
         """Keep/reorder batch rows ``index`` (B',) of every tensor in the state."""
@@ -296,7 +302,7 @@ class TransformerDecoder(_TokenStack, AttentionDecoder):
         return [
             enc_outputs.index_select(0, index),
             None if enc_valid_lens is None else enc_valid_lens.index_select(0, index),
-            [None if c is None else tuple(t.index_select(0, index) for t in c) for c in caches],
+            [BlockCache() if c is None else c.index_select(index) for c in caches],
         ]
 
     @property

@@ -82,7 +82,7 @@ def _path_length(kind: str, n: int, d: int, k: int) -> int:
 
             def fn(x, layers=layers):
                 for m in layers:
-                    x = m(x, x, x)
+                    x = m(x)  # self-attention
                 return x
         elif kind == "cnn":
             layers = [nn.Conv1d(d, d, k, padding=k // 2) for _ in range(L)]
@@ -117,7 +117,7 @@ def _layers(d: int, k: int):
     return {
         "cnn": lambda X: conv(X.transpose(1, 2)),
         "rnn": lambda X: rnn(X.transpose(0, 1))[0],
-        "self-attention": lambda X: sa(X, X, X),
+        "self-attention": lambda X: sa(X),
     }
 
 

@@ -56,11 +56,9 @@ def self_attention(*, small: bool = False, seed: int = 0) -> TopicResult:
     steps = matrix_form(inputs, Wq, Wk, Wv)
     one = MultiHeadAttention(d, 1, record_weights=True).eval()
     with torch.no_grad():  # the library scales by 1/sqrt(d): fold sqrt(d) into W_q for scale 1
-        one.W_q.weight.copy_(Wq * math.sqrt(d))
-        one.W_k.weight.copy_(Wk)
-        one.W_v.weight.copy_(Wv)
+        one.W_qkv.weight.copy_(torch.cat([Wq * math.sqrt(d), Wk, Wv]))  # rows: W_q, W_k, W_v
         one.W_o.weight.copy_(torch.eye(d))
-        lib = one(inputs.T[None], inputs.T[None], inputs.T[None])[0].T  # (d, n)
+        lib = one(inputs.T[None])[0].T  # self-attention, (d, n)
     diff_one = float((lib - steps["O"]).abs().max())
     diff_weights = float((one.attention_weights[0, 0].T - steps["A'"]).abs().max())
 
@@ -75,9 +73,9 @@ def self_attention(*, small: bool = False, seed: int = 0) -> TopicResult:
     O_multi = Wo @ torch.cat(heads, dim=0)
     multi = MultiHeadAttention(d, h).eval()
     with torch.no_grad():
-        for lin, W in ((multi.W_q, Wq), (multi.W_k, Wk), (multi.W_v, Wv), (multi.W_o, Wo)):
-            lin.weight.copy_(W)
-        lib_multi = multi(inputs.T[None], inputs.T[None], inputs.T[None])[0].T
+        multi.W_qkv.weight.copy_(torch.cat([Wq, Wk, Wv]))
+        multi.W_o.weight.copy_(Wo)
+        lib_multi = multi(inputs.T[None])[0].T
     diff_multi = float((lib_multi - O_multi).abs().max())
     mats = [steps[k] for k in ("A", "A'")] + [steps["O"], lib]
     fig = show_heatmaps(

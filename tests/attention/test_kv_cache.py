@@ -1,0 +1,61 @@
+"""KVCache: appending, a static memory, copies that stay apart, row selection, errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnkit.attention.kv_cache import KVCache
+
+
+def _kv(T, B=2, H=2, Dh=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(B, H, T, Dh, generator=g), torch.randn(B, H, T, Dh, generator=g)
+
+
+def test_update_appends_the_new_positions():
+    cache = KVCache()
+    assert len(cache) == 0 and not cache.filled
+    k1, v1 = _kv(3)
+    k2, v2 = _kv(1, seed=1)
+    assert cache.update(k1, v1)[0] is k1
+    keys, values = cache.update(k2, v2)
+    assert len(cache) == 4
+    assert torch.equal(keys, torch.cat([k1, k2], 2)) and torch.equal(values, torch.cat([v1, v2], 2))
+
+
+def test_a_static_cache_keeps_its_first_keys_and_values():
+    cache = KVCache(static=True)
+    k, v = _kv(5)
+    cache.update(k, v)
+    other_k, other_v = _kv(2, seed=3)
+    keys, values = cache.update(other_k, other_v)
+    assert keys is k and values is v and len(cache) == 5
+
+
+def test_copy_and_index_select_leave_the_original_as_it_was():
+    cache = KVCache()
+    k, v = _kv(2)
+    cache.update(k, v)
+    twin = cache.copy()
+    twin.update(*_kv(1, seed=1))
+    assert len(cache) == 2 and len(twin) == 3 and cache.keys is k
+    rows = cache.index_select(torch.tensor([1, 1, 0]))
+    assert torch.equal(rows.keys, k[[1, 1, 0]]) and torch.equal(rows.values, v[[1, 1, 0]])
+    assert len(KVCache(static=True).index_select(torch.tensor([0]))) == 0
+    assert "static=False" in repr(cache) and "(2, 2, 2, 3)" in repr(cache)
+
+
+def test_errors_name_the_problem():
+    k, v = _kv(2)
+    with pytest.raises(ValueError, match="needs both keys and values"):
+        KVCache(k)
+    with pytest.raises(ValueError, match=r"keys must be a \(B, H, T, Dh\) tensor, got torch.Size"):
+        KVCache().update(k[0], v[0])
+    with pytest.raises(ValueError, match=r"keys and values must share \(B, H, T\)"):
+        KVCache(k, v[:, :, :1])
+    cache = KVCache(k, v)
+    with pytest.raises(ValueError, match=r"the new keys .* do not match it"):
+        cache.update(*_kv(1, B=3))
+    with pytest.raises(TypeError, match="static must be a bool"):
+        KVCache(static=1)
