@@ -24,6 +24,7 @@ import argparse
 import time
 from pathlib import Path
 
+import sacrebleu
 import torch
 
 from attnkit.data.subword import SubwordTokenizer
@@ -76,25 +77,40 @@ def main() -> None:
             raise SystemExit(f"--average {spec}: only {end + 1} snapshots up to minute {minute}")
         points.append((f"{minute} (mean of {n})", list(range(end + 1 - int(n), end + 1))))
 
-    print("| minutes | step | epochs | test BLEU | chrF | decode s |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    # Tatoeba gives one English sentence several French translations, each a test pair of
+    # its own: decode each distinct source once; score it against each of its references
+    # alone (the README's BLEU) and against all of them at once (multi-reference BLEU)
+    unique = list(dict.fromkeys(sources))
+    grouped: dict[str, list[str]] = {s: [] for s in unique}
+    for src, ref in zip(sources, refs, strict=True):
+        grouped[src].append(ref)
+    most = max(len(r) for r in grouped.values())
+    streams = [
+        [grouped[s][j] if j < len(grouped[s]) else None for s in unique] for j in range(most)
+    ]
+    print(f"{len(unique)} distinct sources, up to {most} references each")
+    print("| mark | minutes | step | epochs | test BLEU | chrF | multi-ref BLEU | decode s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for label, index in points:
         states = [torch.load(snapshots[i]["path"], weights_only=True) for i in index]
         model.load_state_dict(states[0] if len(states) == 1 else average_state_dicts(states))
         model.eval()
         start = time.perf_counter()
         with torch.inference_mode():
-            hyps, _ = translate(model, data, sources)
+            unique_hyps, _ = translate(model, data, unique)
         seconds = time.perf_counter() - start
+        by_source = dict(zip(unique, unique_hyps, strict=True))
+        hyps = [by_source[s] for s in sources]
         bleu = corpus_bleu(hyps, refs, data.bleu_tokenize)
         chrf = corpus_chrf(hyps, refs)
+        multi = sacrebleu.BLEU(tokenize=data.bleu_tokenize).corpus_score(unique_hyps, streams)
         last = snapshots[index[-1]]
         epochs = last["step"] / max(
             1, len(data.batches("train", cfg["train_config"]["batch_tokens"]))
         )
         taken = last["train_seconds"] / 60
         print(f"| {label} | {taken:.2f} min | {last['step']} | {epochs:.2f} | {bleu:.1f} | "
-              f"{chrf:.1f} | {seconds:.0f} |", flush=True)  # fmt: skip
+              f"{chrf:.1f} | {multi.score:.1f} | {seconds:.0f} |", flush=True)  # fmt: skip
     print(f"sacreBLEU signature: {bleu_signature(data.bleu_tokenize)}")
     for src, hyp, ref in list(zip(sources, hyps, refs))[:5]:
         print(f"  {src} => {hyp}   (reference: {ref})")

@@ -21,6 +21,28 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
+# tiny models on a 2-core machine shared with other jobs: one intra-op thread avoids
+# oversubscription (the recurrent models' many tiny matmuls get tens of times slower)
+torch.set_num_threads(1)
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """(maps, panel titles) of every plot_attention_maps call the CLI makes."""
+    import importlib
+
+    module = importlib.import_module("attnkit.inference.attention_maps")
+    plot = module.plot_attention_maps
+    calls = []
+
+    def spy(maps, path, all_heads=False):
+        calls.append((maps, plot(maps, path, all_heads=all_heads)))
+        return calls[-1][1]
+
+    monkeypatch.setattr(module, "plot_attention_maps", spy)
+    return calls
+
+
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     random.seed(0)

@@ -1,4 +1,4 @@
-"""Write tests/transformer/golden_tiny.json: a frozen tiny Transformer and its outputs.
+"""Write tests/models/golden_tiny.json: a frozen tiny Transformer and its outputs.
 
 Run once, by hand, when the golden values must change on purpose (say why in the commit):
     .venv/bin/python tools/make_golden_tiny.py
@@ -43,6 +43,6 @@ golden = {
         for hyps in beams
     ],
 }
-with open("tests/transformer/golden_tiny.json", "w") as f:
+with open("tests/models/golden_tiny.json", "w") as f:
     json.dump(golden, f, separators=(",", ":"))
 print(greedy.tokens, [[h.tokens for h in hyps] for hyps in beams])

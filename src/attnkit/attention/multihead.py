@@ -173,19 +173,7 @@ class MultiHeadAttention(nn.Module):
             raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
         reuse = cache is not None and cache.static and cache.filled
         if keys is not None and not reuse:
-            self._check_input("keys", keys, self.key_size)
-            if values is not None:
-                self._check_input("values", values, self.value_size)
-                if keys.shape[:2] != values.shape[:2]:
-                    raise ValueError(
-                        "keys and values must share (B, K), got "
-                        f"{tuple(keys.shape[:2])} and {tuple(values.shape[:2])}"
-                    )
-            if keys.shape[0] != queries.shape[0]:
-                raise ValueError(
-                    "queries and keys must share the batch size, got "
-                    f"{queries.shape[0]} and {keys.shape[0]}"
-                )
+            self._check_memory(queries, keys, values)
         if keys is None:  # self-attention
             q, k, v = self._project_self(queries)
         elif reuse:  # the memory's keys and values are in the cache
@@ -226,6 +214,21 @@ class MultiHeadAttention(nn.Module):
             and q.shape[2] >= key_padding.MIN_QUERIES
             and key_padding.available(q)
         )
+
+    def _check_memory(self, queries: Tensor, keys: Tensor, values: Tensor | None) -> None:
+        self._check_input("keys", keys, self.key_size)
+        if values is not None:
+            self._check_input("values", values, self.value_size)
+            if keys.shape[:2] != values.shape[:2]:
+                raise ValueError(
+                    "keys and values must share (B, K), got "
+                    f"{tuple(keys.shape[:2])} and {tuple(values.shape[:2])}"
+                )
+        if keys.shape[0] != queries.shape[0]:
+            raise ValueError(
+                "queries and keys must share the batch size, got "
+                f"{queries.shape[0]} and {keys.shape[0]}"
+            )
 
     @staticmethod
     def _check_input(name: str, X: Tensor, width: int) -> None:
