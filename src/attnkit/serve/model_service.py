@@ -145,12 +145,16 @@ class ModelService:
     def check(self, text: str, beam_size: int, allow_unknown: bool) -> list[str]:
         """Validate a request; return its unknown words (raise ``InputError`` if refused).
         The text's limits are the translator's (:meth:`Translator.check`)."""
-        self.translator.check([text], allow_unknown=True, max_chars=self.max_chars, field="text")
+        unknown = self.translator.check(
+            [text], allow_unknown=True, max_chars=self.max_chars, field="text"
+        )
         if not 1 <= beam_size <= self.max_beam:
             raise InputError(
                 "beam_size", f"beam_size must be between 1 and {self.max_beam}, got {beam_size}"
             )
-        return self.translator.check([text], allow_unknown=allow_unknown, field="text")
+        if unknown and not allow_unknown:  # refused after the beam size: raises, naming them
+            self.translator.check([text], allow_unknown=False, field="text")
+        return unknown
 
     def translate(
         self,
