@@ -6,9 +6,10 @@ import threading
 
 import torch
 
+from attnkit.attention.bilinear import BilinearAttention
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.recording import record_attention, recording
-from attnkit.attention.scoring import AdditiveAttention
+from attnkit.attention.scoring import AdditiveAttention, DotProductAttention
 
 
 def test_record_returns_the_weights_as_values():
@@ -32,6 +33,29 @@ def test_record_returns_the_weights_as_values():
     with record_attention(on=False) as off:  # a block that turns recording off
         mha(X, X, X)
     assert off.get(mha) is None and len(off) == 0
+
+
+def test_every_attention_module_returns_the_weights_it_records():
+    """need_weights=True returns (output, weights): the same weights a record_attention()
+    block notes, and the same output as without them."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 4)
+    lens = torch.tensor([5, 2])
+    modules = [
+        DotProductAttention(),
+        AdditiveAttention(4, 4, 6),
+        BilinearAttention(4, 4),
+        MultiHeadAttention(4, 2),
+    ]
+    for module in modules:
+        module.eval()
+        plain = module(q, k, v, lens)
+        with record_attention() as record:
+            out, weights = module(q, k, v, lens, need_weights=True)
+        torch.testing.assert_close(out, plain, atol=1e-6, rtol=1e-5)
+        assert record.get(module) is weights, type(module).__name__
+        assert (weights[1, ..., 2:] == 0).all(), type(module).__name__  # masked keys
+        torch.testing.assert_close(weights.sum(-1), torch.ones_like(weights.sum(-1)))
 
 
 def test_threads_record_their_own_weights_at_once():

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from attnkit._validate import positive_int, probability
 from attnkit.attention.masking import masked_softmax
+from attnkit.attention.recording import note_weights
 
 __all__ = ["BilinearAttention"]
 
@@ -55,7 +56,8 @@ class BilinearAttention(nn.Module):
         keys: Tensor,  # (B, K, Dk)
         values: Tensor,  # (B, K, Dv)
         valid_lens: Tensor | None = None,
-    ) -> Tensor:  # (B, Q, Dv)
+        need_weights: bool = False,
+    ) -> Tensor | tuple[Tensor, Tensor]:  # (B, Q, Dv), and weights (B, Q, K)
         for name, t in (("queries", queries), ("keys", keys), ("values", values)):
             if not isinstance(t, Tensor) or not t.is_floating_point():
                 raise TypeError(
@@ -81,4 +83,6 @@ class BilinearAttention(nn.Module):
             )
         weights = masked_softmax(self.scores(queries, keys), valid_lens)
         self.attention_weights = weights
-        return torch.bmm(self.dropout(weights), values)
+        note_weights(self, weights)  # into this thread's record_attention() block
+        out = torch.bmm(self.dropout(weights), values)
+        return (out, weights) if need_weights else out

@@ -115,7 +115,7 @@ class AdditiveAttention(nn.Module):
     """Additive (Bahdanau) attention: score(q, k) = w_vᵀ tanh(W_q q + W_k k).
 
     The weights are computed explicitly anyway, so they are always kept in
-    ``attention_weights`` (B, Q, K).
+    ``attention_weights`` (B, Q, K); ``need_weights=True`` returns ``(output, weights)``.
     """
 
     def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0):
@@ -135,7 +135,8 @@ class AdditiveAttention(nn.Module):
         keys: Tensor,  # (B, K, key_size)
         values: Tensor,  # (B, K, Dv)
         valid_lens: Tensor | None = None,  # (B,) or (B, Q) ints, or bool mask (B, Q, K)
-    ) -> Tensor:  # (B, Q, Dv)
+        need_weights: bool = False,
+    ) -> Tensor | tuple[Tensor, Tensor]:  # (B, Q, Dv), and weights (B, Q, K)
         _check_qkv(queries, keys, values, same_width=False)
         if queries.shape[-1] != self.W_q.in_features or keys.shape[-1] != self.W_k.in_features:
             raise ValueError(
@@ -148,4 +149,5 @@ class AdditiveAttention(nn.Module):
         weights = masked_softmax(scores, valid_lens)  # (B, Q, K)
         self.attention_weights = weights
         note_weights(self, weights)
-        return torch.bmm(self.dropout(weights), values)
+        out = torch.bmm(self.dropout(weights), values)
+        return (out, weights) if need_weights else out
