@@ -46,6 +46,7 @@ __all__ = [
     "TransformerDecoder",
     "TransformerEncoder",
     "build_transformer",
+    "padding_mask",
 ]
 
 
