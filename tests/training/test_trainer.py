@@ -221,3 +221,27 @@ def test_trainer_argument_errors(tiny_data, tiny_model):
         Trainer(tiny_model(), tiny_data, TrainConfig(), rank=0, world_size=2)
     with pytest.raises(ValueError, match="no checkpoint directory"):
         Trainer(tiny_model(), tiny_data, TrainConfig()).save()
+
+
+def test_validation_bleu_decodes_sentences_spread_over_the_split(
+    tiny_data, tiny_model, monkeypatch
+):
+    """Tatoeba's file is in length order: the first N pairs would all be the shortest."""
+    import attnkit.training.translation as tr
+    from attnkit.inference.scoring import split_texts
+
+    assert tr.evenly_spaced(10, 3) == [0, 3, 6]
+    assert tr.evenly_spaced(4, 9) == [0, 1, 2, 3]
+    assert tr.evenly_spaced(5, 0) == []
+    decoded = []
+    real = tr.translate_and_score
+    monkeypatch.setattr(
+        tr,
+        "translate_and_score",
+        lambda m, d, s, r, **kw: decoded.append(s) or real(m, d, s, r, **kw),
+    )
+    trainer = _trainer(tiny_data, tiny_model)  # bleu_sentences=8
+    trainer.task.evaluate(trainer)  # the evaluation after each epoch
+    sources, _ = split_texts(tiny_data, "val")
+    assert len(sources) > 8
+    assert decoded == [[sources[i] for i in tr.evenly_spaced(len(sources), 8)]]

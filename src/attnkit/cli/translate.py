@@ -57,7 +57,11 @@ _TRAIN_FLAGS: dict[str, tuple[str, Any, str]] = {
     "--warmup-steps": ("warmup_steps", int, "warm-up steps of inverse_sqrt/linear_to_budget"),
     "--seed": ("seed", int, "seed of the model init, batches and data split (default 0)"),
     "--eval-every": ("eval_every", int, "validate + checkpoint every N epochs (default 1)"),
-    "--bleu-sentences": ("bleu_sentences", int, "val sentences decoded for BLEU (default 200)"),
+    "--bleu-sentences": (
+        "bleu_sentences",
+        int,
+        "val sentences decoded for BLEU, spread over the split (default 200)",
+    ),
     "--device": ("device", str, "cpu, cuda, cuda:0 ... (default cpu)"),
     "--precision": ("precision", str, "fp32 (default) or bf16 (autocast of each step's forward)"),
     "--accum": ("accum_steps", int, "batches per optimizer step (gradient accumulation)"),

@@ -57,7 +57,7 @@ class TrainConfig(EngineConfig):
 
     batch_tokens: int = 1024  # padded source + target tokens per batch (all ranks together)
     label_smoothing: float = 0.0
-    bleu_sentences: int | None = 200  # validation sentences decoded for BLEU; None = all
+    bleu_sentences: int | None = 200  # val sentences decoded for BLEU (spread evenly); None = all
     max_decode_len: int | None = None  # greedy decoding steps; None = data.max_len + 2
 
     def __post_init__(self) -> None:
@@ -348,7 +348,8 @@ def evaluate_split(
 ) -> dict[str, float]:
     """Mean token loss (teacher forcing) and corpus BLEU of greedy decodes on ``split``.
 
-    BLEU decodes the first ``max_sentences`` pairs of the split (all if None): the book's
+    BLEU decodes ``max_sentences`` pairs spread evenly over the split (all if None; a
+    corpus in length order, like Tatoeba's, then gives a sample of every length): the book's
     tokens as they are for word-level data, sacreBLEU's 13a on detokenized text for
     subwords (``data.bleu_tokenize``). Sums are
     all-reduced across ranks; each rank scores and decodes its share. An empty split
@@ -370,7 +371,8 @@ def evaluate_split(
         totals[1] += tgt_len.sum()
     sources, refs = split_texts(data, split)
     if max_sentences is not None:
-        sources, refs = sources[:max_sentences], refs[:max_sentences]
+        picked = evenly_spaced(len(sources), max_sentences)
+        sources, refs = [sources[i] for i in picked], [refs[i] for i in picked]
     sources, refs = sources[rank::world], refs[rank::world]
     max_len = getattr(cfg, "max_decode_len", None)
     _, share = translate_and_score(model, data, sources, refs, max_len=max_len)  # as eval does
@@ -381,6 +383,12 @@ def evaluate_split(
     loss = float(totals[0] / totals[1]) if totals[1] > 0 else float("nan")
     bleu = bleu_from_stats(stats.tolist()) if stats[9] > 0 else float("nan")  # no references
     return {"loss": loss, "bleu": bleu, "tokens": float(totals[1])}
+
+
+def evenly_spaced(n: int, k: int) -> list[int]:
+    """``min(k, n)`` indices into ``range(n)``, spread evenly from 0 (deterministic)."""
+    k = min(k, n)
+    return [i * n // k for i in range(k)]
 
 
 def plot_history(history: dict[str, list[float]], path: str | Path, title: str) -> None:
