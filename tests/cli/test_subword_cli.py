@@ -170,6 +170,22 @@ def test_bad_training_input_keeps_what_was_saved(trained, corpus, capsys, extra,
     assert _digest(trained) == before  # nothing already saved is lost
 
 
+def test_overwrite_keeps_only_the_new_tokenizer(trained, corpus, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(trained, copy)
+    (old,) = json.loads((copy / "config.json").read_text())["data"]["tokenizer"]["files"]
+    argv = [*TRAIN, "--data", str(corpus), "--out", str(copy), "--overwrite", "--epochs", "1"]
+    assert main([*argv, "--vocab-size", "350"]) == 0  # a different tokenizer
+    (new,) = json.loads((copy / "config.json").read_text())["data"]["tokenizer"]["files"]
+    assert new != old and (copy / new).is_file()
+    assert sorted(p.name for p in copy.glob("tokenizer-*")) == [new]
+    word = [a for a in argv if a not in ("--tokenizer", "sentencepiece", "--vocab-size", "400")]
+    assert main(word) == 0  # the word pipeline (the default): no tokenizer file
+    assert list(copy.glob("tokenizer-*")) == []
+
+
 def test_bad_data_files(tmp_path, capsys):
     latin1 = tmp_path / "latin1.txt"
     latin1.write_bytes("Go.\tVa !\nWait.\tAttendez, s'il vous pla\u00eet.\n".encode("latin-1"))

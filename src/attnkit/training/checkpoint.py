@@ -133,8 +133,11 @@ def save_checkpoint(
     for key, data in payloads.items():
         _atomic_write_bytes(directory / files[key], data)
     _atomic_write_bytes(directory / CONFIG_NAME, text.encode())  # the commit point
-    keep = set(files.values())
-    for old in [*directory.glob("model-*.pt"), *directory.glob("trainer-*.pt")]:
+    # files of the checkpoint this one replaces (an --overwrite run's old tokenizer too)
+    tokenizer = (config.get("data") or {}).get("tokenizer") or {}
+    keep = {*files.values(), *tokenizer.get("files", [])}
+    for old in [*directory.glob("model-*.pt"), *directory.glob("trainer-*.pt"),
+                *directory.glob("tokenizer-*.model")]:  # fmt: skip
         if old.name not in keep:
             old.unlink(missing_ok=True)
     return directory
