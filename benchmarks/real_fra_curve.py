@@ -30,6 +30,7 @@ import torch
 from attnkit.data.subword import SubwordTokenizer
 from attnkit.data.translation import load_translation_data
 from attnkit.inference.decoding import translate
+from attnkit.inference.translator import Translator
 from attnkit.metrics import bleu_signature, corpus_bleu, corpus_chrf
 from attnkit.training.averaging import average_state_dicts, list_snapshots
 from attnkit.training.checkpoint import load_model
@@ -44,6 +45,7 @@ def main() -> None:
     p.add_argument("--limit", type=int, default=None, help="score the first N test pairs only")
     p.add_argument("--data", default=None, help="override the data file recorded in the run")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--beam", type=int, default=None, help="beam search with N hypotheses")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -96,8 +98,13 @@ def main() -> None:
         model.load_state_dict(states[0] if len(states) == 1 else average_state_dicts(states))
         model.eval()
         start = time.perf_counter()
-        with torch.inference_mode():
-            unique_hyps, _ = translate(model, data, unique)
+        if args.beam is None:
+            with torch.inference_mode():
+                unique_hyps, _ = translate(model, data, unique)
+        else:
+            unique_hyps = [
+                h.text for h in Translator(model, data).translate(unique, beam=args.beam)
+            ]
         seconds = time.perf_counter() - start
         by_source = dict(zip(unique, unique_hyps, strict=True))
         hyps = [by_source[s] for s in sources]
@@ -111,7 +118,8 @@ def main() -> None:
         taken = last["train_seconds"] / 60
         print(f"| {label} | {taken:.2f} min | {last['step']} | {epochs:.2f} | {bleu:.1f} | "
               f"{chrf:.1f} | {multi.score:.1f} | {seconds:.0f} |", flush=True)  # fmt: skip
-    print(f"sacreBLEU signature: {bleu_signature(data.bleu_tokenize)}")
+    search = "greedy" if args.beam is None else f"beam {args.beam}, length penalty 0.6"
+    print(f"sacreBLEU signature: {bleu_signature(data.bleu_tokenize)}; {search}")
     for src, hyp, ref in list(zip(sources, hyps, refs))[:5]:
         print(f"  {src} => {hyp}   (reference: {ref})")
 

@@ -67,6 +67,12 @@ def test_eval_scores_detokenized_text_with_the_signature(trained, capsys):
     assert reference[0].isupper() and "\u202f" not in reference  # French as written
     assert out[-2].startswith("test BLEU ") and ", chrF " in out[-2]
     assert out[-1].startswith("sacreBLEU signature: nrefs:1|") and "|tok:13a|" in out[-1]
+    assert out[-2].endswith(", greedy)")
+    argv = ["translate", "eval", "--checkpoint", str(trained), "--beam", "3", "--limit", "20"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-2].endswith(", beam 3)")
+    assert main([*argv[:-4], "--beam", "0"]) == 1
+    assert "--beam must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_normalization_gives_the_same_translation(trained, capsys):

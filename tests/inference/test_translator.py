@@ -145,6 +145,10 @@ def test_evaluate_is_corpus_bleu_of_its_own_translations(trained, tiny_data):
     assert limited.hyps == ev.hyps[:5]
     with pytest.raises(ValueError, match="limit must be at least 1"):
         trained.evaluate("test", limit=0)
+    beam = trained.evaluate("test", beam=3, length_penalty=0.0)
+    assert beam.hyps == [h.text for h in trained.translate(ev.sources, beam=3, length_penalty=0.0)]
+    assert beam.bleu == pytest.approx(corpus_bleu(beam.hyps, ev.refs, tiny_data.bleu_tokenize))
+    assert trained.evaluate("test", beam=1).hyps == ev.hyps  # a beam of one is greedy
 
 
 def test_maps_of_a_word_model_are_unchanged_by_merge_pieces(trained, tiny_data):

@@ -189,6 +189,8 @@ def register(sub) -> None:
     e.add_argument("--data", metavar="FILE", help="override the data file recorded in DIR")
     e.add_argument("--limit", type=int, default=None, help="score the first N pairs only")
     e.add_argument("--examples", type=int, default=3, help="print N example translations")
+    e.add_argument("--beam", type=int, default=None, metavar="N",
+                   help="beam search with N hypotheses (length penalty 0.6); default greedy")  # fmt: skip
     e.add_argument("--device", default="cpu")
     e.add_argument("--debug", action="store_true", help="show tracebacks")
     e.set_defaults(func=run_eval)
@@ -321,7 +323,9 @@ def run_train(args: argparse.Namespace) -> int:
     if args.preset is not None:
         if previous is not None:
             raise ValueError("--preset cannot be combined with --resume (the checkpoint has one)")
-        preset_model, preset_train, preset_data = preset_settings(arch, args.preset)
+        preset_model, preset_train, preset_data = preset_settings(
+            arch, args.preset, time_budget=args.time_budget_s
+        )
         overrides = {**preset_model, **overrides}
     if previous is not None:
         model_config = dict(previous["model_config"])

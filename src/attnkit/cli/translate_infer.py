@@ -44,6 +44,8 @@ def run_eval(args: argparse.Namespace) -> int:
         raise ValueError(f"--limit must be at least 1 (sentences to score), got {args.limit}")
     if args.examples < 0:
         raise ValueError(f"--examples must be 0 or more, got {args.examples}")
+    if args.beam is not None and args.beam < 1:
+        raise ValueError(f"--beam must be at least 1, got {args.beam}")
     check_device(args.device)
     model, cfg = load_model(args.checkpoint, args.device)
     data_args = dict(cfg.get("data_args") or {})
@@ -58,12 +60,13 @@ def run_eval(args: argparse.Namespace) -> int:
             f"of checkpoint {args.checkpoint}; pass the file it was trained on with --data"
         )
     translator = Translator(model, data, model_config=cfg.get("model_config"), arch=cfg["arch"])
-    ev = translator.evaluate(args.split, args.limit)
+    ev = translator.evaluate(args.split, args.limit, beam=args.beam)
     for src, hyp, ref in list(zip(ev.sources, ev.hyps, ev.refs))[: args.examples]:
         print(f"{src} => {hyp}   (reference: {ref})")
     print(
         f"{args.split} BLEU {ev.bleu:.2f}, chrF {ev.chrf:.2f} on {len(ev.sources)} sentences "
-        f"(arch {cfg['arch']}, epoch {cfg.get('epoch')}, step {cfg.get('step')})"
+        f"(arch {cfg['arch']}, epoch {cfg.get('epoch')}, step {cfg.get('step')}, "
+        f"{'greedy' if args.beam is None else f'beam {args.beam}'})"
     )
     print(f"sacreBLEU signature: {ev.signature}")
     return 0

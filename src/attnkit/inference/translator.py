@@ -30,7 +30,7 @@ from attnkit.inference.attention_maps import AttentionMaps, attention_maps
 from attnkit.inference.attention_maps import merge_pieces as pieces_to_words
 from attnkit.inference.beam_search import BeamSearch
 from attnkit.inference.scoring import split_texts, translate_and_score
-from attnkit.metrics import bleu_from_stats, bleu_signature, corpus_chrf
+from attnkit.metrics import bleu_from_stats, bleu_signature, bleu_stats, corpus_chrf
 
 __all__ = [
     "Evaluation",
@@ -324,10 +324,17 @@ class Translator:
     # ------------------------------------------------------------------------- scoring
 
     def evaluate(
-        self, split: str = "test", limit: int | None = None, *, batch_size: int = 256
+        self,
+        split: str = "test",
+        limit: int | None = None,
+        *,
+        batch_size: int = 256,
+        beam: int | None = None,
+        length_penalty: float = 0.6,
     ) -> Evaluation:
-        """Corpus BLEU and chrF of greedy translations of ``split`` (its first ``limit``
-        sentences), scored as ``data.bleu_tokenize`` says (sacreBLEU)."""
+        """Corpus BLEU and chrF of the translations of ``split`` (its first ``limit``
+        sentences): greedy, or beam search with ``beam`` hypotheses; scored as
+        ``data.bleu_tokenize`` says (sacreBLEU)."""
         if limit is not None and limit < 1:
             raise ValueError(f"limit must be at least 1 (sentences to score), got {limit}")
         sources, refs = split_texts(self.data, split)
@@ -335,12 +342,17 @@ class Translator:
             sources, refs = sources[:limit], refs[:limit]
         if not sources:
             raise ValueError(f"the {split} split is empty")
-        with torch.inference_mode():
-            hyps, stats = translate_and_score(
-                self.model, self.data, sources, refs, max_len=self.decode_steps(),
-                batch_size=batch_size,
-            )  # fmt: skip
         tokenize = getattr(self.data, "bleu_tokenize", "none")
+        if beam is not None:
+            found = self.translate(sources, beam=beam, length_penalty=length_penalty)
+            hyps = [h.text for h in found]
+            stats = bleu_stats(hyps, refs, tokenize)
+        else:
+            with torch.inference_mode():
+                hyps, stats = translate_and_score(
+                    self.model, self.data, sources, refs, max_len=self.decode_steps(),
+                    batch_size=batch_size,
+                )  # fmt: skip
         return Evaluation(
             split=split,
             bleu=bleu_from_stats(stats),
