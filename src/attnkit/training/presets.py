@@ -14,11 +14,14 @@ not the largest that fits:
   parameters), pre-norm. Against the first recipe (3 + 3 layers, 8000 pieces, 11.7 M
   parameters): ~1.9x the optimizer steps in the same 30 minutes (6,214 against 3,244),
   and test BLEU 28.2 against 25.4 (greedy, whole test split; see the README).
+- **dropout 0**: in 30 minutes the model sees the corpus ~5 times and does not overfit
+  it; without dropout, test BLEU 28.8 greedy and 30.5 with a beam of 4 (28.2 with 0.1;
+  one run each).
 - **optimization**: Adam (0.9, 0.98), warm-up over 300 steps to a peak learning rate of
   2e-3; with ``--time-budget`` the rate then decays linearly to 0 when the budget runs
   out (``linear_to_budget``: the model at the deadline is an annealed one), without a
   budget the inverse square root. Batches of 3000 padded source + target tokens; label
-  smoothing 0.1; dropout 0.1; bf16 autocast (1.37x the fp32 steps in the same time on this
+  smoothing 0.1; bf16 autocast (1.37x the fp32 steps in the same time on this
   CPU, and a lower loss). Pre-norm is what allows the high learning rate: in 7-minute
   pilots, post-norm at 1e-3 reached val loss 2.96, pre-norm at 2e-3 val loss 2.42.
 """
