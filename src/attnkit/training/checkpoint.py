@@ -134,7 +134,8 @@ def save_checkpoint(
         _atomic_write_bytes(directory / files[key], data)
     _atomic_write_bytes(directory / CONFIG_NAME, text.encode())  # the commit point
     # files of the checkpoint this one replaces (an --overwrite run's old tokenizer too)
-    tokenizer = (config.get("data") or {}).get("tokenizer") or {}
+    data = config.get("data")  # a translator's data record; a language model's is not a dict
+    tokenizer = (data.get("tokenizer") if isinstance(data, dict) else None) or {}
     keep = {*files.values(), *tokenizer.get("files", [])}
     for old in [*directory.glob("model-*.pt"), *directory.glob("trainer-*.pt"),
                 *directory.glob("tokenizer-*.model")]:  # fmt: skip
