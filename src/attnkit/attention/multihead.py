@@ -111,10 +111,12 @@ class MultiHeadAttention(nn.Module):
         return self.record_weights or recording()
 
     # -- projections ----------------------------------------------------------------
-    def _linear(self, rows: slice, which: str, X: Tensor) -> Tensor:
-        """X @ the rows ``rows`` of W_qkv (fused) or the layer ``which`` (separate)."""
+    def _linear(self, first: int, count: int, X: Tensor) -> Tensor:
+        """X projected by ``count`` of (W_q, W_k, W_v) from index ``first``: a row slice of
+        W_qkv (fused, one matmul) or one separate layer (count 1)."""
         if not self.fused_qkv:
-            return getattr(self, which)(X)
+            return (self.W_q, self.W_k, self.W_v)[first](X)
+        rows = slice(first * self.num_hiddens, (first + count) * self.num_hiddens)
         bias = None if self.W_qkv.bias is None else self.W_qkv.bias[rows]
         return F.linear(X, self.W_qkv.weight[rows], bias)
 
@@ -129,22 +131,21 @@ class MultiHeadAttention(nn.Module):
     def _project_self(self, X: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """X (B, T, D_in) -> q, k, v (B, H, T, Dh): one matmul with W_qkv."""
         if self.fused_qkv:
-            return self._heads(self._linear(slice(None), "", X), 3)
+            return self._heads(self.W_qkv(X), 3)
         return self._project_query(X), *self._project_memory(X, X)
 
     def _project_query(self, queries: Tensor) -> Tensor:
         """(B, Q, query_size) -> q (B, H, Q, Dh)."""
-        return self._heads(self._linear(slice(0, self.num_hiddens), "W_q", queries), 1)[0]
+        return self._heads(self._linear(0, 1, queries), 1)[0]
 
     def _project_memory(self, keys: Tensor, values: Tensor | None) -> tuple[Tensor, Tensor]:
         """keys (B, K, key_size), values (B, K, value_size) or None (= keys) -> k, v
         (B, H, K, Dh); one memory for both: one matmul with the k, v rows of W_qkv."""
-        D = self.num_hiddens
         if values is None and self.fused_qkv:
-            return self._heads(self._linear(slice(D, 3 * D), "", keys), 2)
+            return self._heads(self._linear(1, 2, keys), 2)
         values = keys if values is None else values
-        (k,) = self._heads(self._linear(slice(D, 2 * D), "W_k", keys), 1)
-        (v,) = self._heads(self._linear(slice(2 * D, 3 * D), "W_v", values), 1)
+        (k,) = self._heads(self._linear(1, 1, keys), 1)
+        (v,) = self._heads(self._linear(2, 1, values), 1)
         return k, v
 
     # -- the one forward --------------------------------------------------------------
