@@ -13,6 +13,7 @@ and ``train_seq2seq`` print the book's final line (and ``train_ch8`` its two pre
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from attnkit.d2l.rnn import predict_ch8
@@ -22,6 +23,24 @@ from attnkit.training.engine import Engine, EngineConfig
 from attnkit.training.lm import LMHistory, LMTask
 from attnkit.training.optim import clip_gradients, sgd_update
 from attnkit.training.translation import PaddedPairsTask
+
+
+def evaluate_loss(net, data_iter, loss):
+    """The mean of ``loss(net(X), y)`` over every element of every batch (chapter 4's helper).
+
+    ``data_iter`` yields ``(X, y)``; ``y`` is reshaped to the output's shape, as the book
+    does, and ``loss`` must not reduce (``nn.MSELoss(reduction='none')``). Runs without
+    gradients; an empty ``data_iter`` is a ValueError (the book divides by zero).
+    """
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for X, y in data_iter:
+            out = net(X)
+            losses = loss(out, y.reshape(out.shape))
+            total, count = total + float(losses.sum()), count + losses.numel()
+    if count == 0:
+        raise ValueError("evaluate_loss: data_iter gave no batch (or only empty ones)")
+    return total / count
 
 
 def grad_clipping(net, theta):

@@ -48,10 +48,52 @@ without drawing (``board.save(path)`` writes them as a PNG).
 
 from __future__ import annotations
 
-import torch
+import torch  # noqa: F401  (d2l.torch, as the book's module has it)
 from matplotlib import pyplot as plt
 from torch import nn
 
+from attnkit.d2l.tensor_shortcuts import (  # the book's tensor shortcuts (1.0.3)
+    abs,
+    arange,
+    argmax,
+    astype,
+    batch_matmul,
+    concat,
+    cos,
+    cosh,
+    exp,
+    expand_dims,
+    eye,
+    float32,
+    int32,
+    int64,
+    linspace,
+    log,
+    matmul,
+    meshgrid,
+    normal,
+    numpy,
+    ones,
+    ones_like,
+    rand,
+    randn,
+    reduce_mean,
+    reduce_sum,
+    repeat,
+    reshape,
+    sigmoid,
+    sin,
+    sinh,
+    size,
+    stack,
+    swapaxes,
+    tanh,
+    tensor,
+    to,
+    transpose,
+    zeros,
+    zeros_like,
+)
 from attnkit.d2l.utils import set_axes, set_figsize, use_svg_display
 from attnkit.d2l.v1.attention import (
     AdditiveAttention,
@@ -122,79 +164,118 @@ from attnkit.d2l.v1.transformer import (
     TransformerEncoderBlock,
 )
 from attnkit.d2l.v1.utils import DATA_URL, DatasetUnavailableError, Timer, download, extract, plot
+from attnkit.d2l.v1.vision import FashionMNIST, LinearRegression
 
 nn_Module = nn.Module  # noqa: N816  (the book's alias)
 
-# The book's tensor aliases (its config.ini), used by the chapters' notebook code.
-ones_like, ones, zeros_like, zeros = torch.ones_like, torch.ones, torch.zeros_like, torch.zeros
-tensor, arange, meshgrid, linspace = torch.tensor, torch.arange, torch.meshgrid, torch.linspace
-sin, sinh, cos, cosh, tanh = torch.sin, torch.sinh, torch.cos, torch.cosh, torch.tanh
-exp, log, normal, rand, randn = torch.exp, torch.log, torch.normal, torch.rand, torch.randn
-matmul, concat, stack, abs, eye = torch.matmul, torch.cat, torch.stack, torch.abs, torch.eye
-sigmoid, batch_matmul = torch.sigmoid, torch.bmm
-int32, int64, float32 = torch.int32, torch.int64, torch.float32
-
-
-def numpy(x, *args, **kwargs):
-    return x.detach().numpy(*args, **kwargs)
-
-
-def size(x, *args, **kwargs):
-    return x.numel(*args, **kwargs)
-
-
-def reshape(x, *args, **kwargs):
-    return x.reshape(*args, **kwargs)
-
-
-def to(x, *args, **kwargs):
-    return x.to(*args, **kwargs)
-
-
-def reduce_sum(x, *args, **kwargs):
-    return x.sum(*args, **kwargs)
-
-
-def reduce_mean(x, *args, **kwargs):
-    return x.mean(*args, **kwargs)
-
-
-def argmax(x, *args, **kwargs):
-    return x.argmax(*args, **kwargs)
-
-
-def astype(x, *args, **kwargs):
-    return x.type(*args, **kwargs)
-
-
-def transpose(x, *args, **kwargs):
-    return x.t(*args, **kwargs)
-
-
-def expand_dims(x, *args, **kwargs):
-    return x.unsqueeze(*args, **kwargs)
-
-
-def swapaxes(x, *args, **kwargs):
-    return x.swapaxes(*args, **kwargs)
-
-
-def repeat(x, *args, **kwargs):
-    return x.repeat(*args, **kwargs)
-
-
 __all__ = [
-    "DATA_URL", "GRU", "LSTM", "RNN", "RNNLM", "AddNorm", "AdditiveAttention",
-    "AttentionDecoder", "BiGRU", "BiRNNScratch", "Classifier", "DataModule",
-    "DatasetUnavailableError", "Decoder", "DotProductAttention", "Encoder", "EncoderDecoder",
-    "GRUScratch", "HyperParameters", "LSTMScratch", "MTFraEng", "Module", "MultiHeadAttention",
-    "PositionWiseFFN", "PositionalEncoding", "ProgressBoard", "RNNLMScratch", "RNNScratch",
-    "Seq2Seq", "Seq2SeqAttentionDecoder", "Seq2SeqDecoder", "Seq2SeqEncoder",
-    "StackedRNNScratch", "TimeMachine", "Timer", "Trainer", "TransformerDecoder",
-    "TransformerDecoderBlock", "TransformerEncoder", "TransformerEncoderBlock", "Vocab",
-    "add_to_class", "bleu", "boxcar", "check_len", "check_shape", "constant", "cpu",
-    "download", "epanechikov", "epanechnikov", "extract", "gaussian", "gpu",
-    "init_seq2seq", "masked_softmax", "nadaraya_watson", "num_gpus", "plot", "plt",
-    "set_axes", "set_figsize", "show_heatmaps", "show_list_len_pair_hist", "try_all_gpus",
-    "try_gpu", "use_svg_display",
+    "DATA_URL",
+    "GRU",
+    "LSTM",
+    "RNN",
+    "RNNLM",
+    "AddNorm",
+    "AdditiveAttention",
+    "AttentionDecoder",
+    "BiGRU",
+    "BiRNNScratch",
+    "Classifier",
+    "DataModule",
+    "DatasetUnavailableError",
+    "Decoder",
+    "DotProductAttention",
+    "Encoder",
+    "EncoderDecoder",
+    "FashionMNIST",
+    "GRUScratch",
+    "HyperParameters",
+    "LSTMScratch",
+    "LinearRegression",
+    "MTFraEng",
+    "Module",
+    "MultiHeadAttention",
+    "PositionWiseFFN",
+    "PositionalEncoding",
+    "ProgressBoard",
+    "RNNLMScratch",
+    "RNNScratch",
+    "Seq2Seq",
+    "Seq2SeqAttentionDecoder",
+    "Seq2SeqDecoder",
+    "Seq2SeqEncoder",
+    "StackedRNNScratch",
+    "TimeMachine",
+    "Timer",
+    "Trainer",
+    "TransformerDecoder",
+    "TransformerDecoderBlock",
+    "TransformerEncoder",
+    "TransformerEncoderBlock",
+    "Vocab",
+    "abs",
+    "add_to_class",
+    "arange",
+    "argmax",
+    "astype",
+    "batch_matmul",
+    "bleu",
+    "boxcar",
+    "check_len",
+    "check_shape",
+    "concat",
+    "constant",
+    "cos",
+    "cosh",
+    "cpu",
+    "download",
+    "epanechikov",
+    "epanechnikov",
+    "exp",
+    "expand_dims",
+    "extract",
+    "eye",
+    "float32",
+    "gaussian",
+    "gpu",
+    "init_seq2seq",
+    "int32",
+    "int64",
+    "linspace",
+    "log",
+    "masked_softmax",
+    "matmul",
+    "meshgrid",
+    "nadaraya_watson",
+    "normal",
+    "num_gpus",
+    "numpy",
+    "ones",
+    "ones_like",
+    "plot",
+    "plt",
+    "rand",
+    "randn",
+    "reduce_mean",
+    "reduce_sum",
+    "repeat",
+    "reshape",
+    "set_axes",
+    "set_figsize",
+    "show_heatmaps",
+    "show_list_len_pair_hist",
+    "sigmoid",
+    "sin",
+    "sinh",
+    "size",
+    "stack",
+    "swapaxes",
+    "tanh",
+    "tensor",
+    "to",
+    "transpose",
+    "try_all_gpus",
+    "try_gpu",
+    "use_svg_display",
+    "zeros",
+    "zeros_like",
 ]  # fmt: skip

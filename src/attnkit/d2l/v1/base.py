@@ -380,6 +380,17 @@ class Classifier(Module):
         Y = Y.reshape(-1)
         return nn.functional.cross_entropy(Y_hat, Y, reduction="mean" if averaged else "none")
 
+    def layer_summary(self, X_shape):
+        """Print each layer of ``self.net`` with its output shape for a random ``X_shape`` input."""
+        if not isinstance(X_shape, tuple | list | torch.Size):
+            raise TypeError(f"layer_summary: X_shape must be a tuple of ints, got {X_shape!r}")
+        if not hasattr(self, "net"):
+            raise AttributeError(f"layer_summary needs self.net (a sequence of layers) on {self}")
+        X = torch.randn(*X_shape)
+        for layer in self.net:
+            X = layer(X)
+            print(layer.__class__.__name__, "output shape:\t", X.shape)
+
 
 def cpu():
     return torch.device("cpu")

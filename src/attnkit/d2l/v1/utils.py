@@ -21,7 +21,12 @@ __all__ = ["DATA_URL", "DatasetUnavailableError", "Timer", "download", "extract"
 
 def download(url, folder="../data", sha1_hash=None):
     """``folder/<url's file name>``, downloaded unless a copy with ``sha1_hash`` is there
-    (any copy when ``sha1_hash`` is None). Returns the path as a str, as the book."""
+    (any copy when ``sha1_hash`` is None). Returns the path as a str, as the book.
+
+    An archive (``.zip``, ``.tar``, ``.tar.gz``) that is absent but already extracted
+    (``folder/fra-eng/`` for ``fra-eng.zip``) is not downloaded: its path is returned and
+    :func:`extract` leaves the folder as it is.
+    """
     if not isinstance(url, str) or "/" not in url:
         raise ValueError(f"url must be a URL string, got {url!r}")
     if sha1_hash is not None and (not isinstance(sha1_hash, str) or len(sha1_hash) != 40):
@@ -30,6 +35,8 @@ def download(url, folder="../data", sha1_hash=None):
     fname = Path(folder) / url.split("/")[-1]
     if fname.is_file() and (sha1_hash is None or sha1_of(fname) == sha1_hash):
         return str(fname)
+    if not fname.is_file() and _extracted_folder(fname).is_dir():
+        return str(fname)  # already extracted (the book's ../data/fra-eng): extract() skips
     seen = "no copy" if not fname.is_file() else f"a copy with sha1 {sha1_of(fname)}"
     expected = "" if sha1_hash is None else f" (expected sha1 {sha1_hash})"
     hint = f"Found {seen} at {fname}{expected}; place the file there to use it offline."
@@ -37,10 +44,26 @@ def download(url, folder="../data", sha1_hash=None):
     return str(fname)
 
 
+def _extracted_folder(archive: Path) -> Path:
+    """Where ``archive`` unpacks by the book's convention: ``fra-eng.zip`` -> ``fra-eng/``."""
+    name = archive.name
+    for suffix in (".tar.gz", ".tgz", ".zip", ".tar", ".gz"):
+        if name.endswith(suffix):
+            return archive.with_name(name[: -len(suffix)])
+    return archive.with_name(name + ".d")  # not an archive name: never a folder
+
+
 def extract(filename, folder=None):
-    """Extract a zip or tar(.gz) archive into ``folder`` (default: the archive's folder)."""
+    """Extract a zip or tar(.gz) archive into ``folder`` (default: the archive's folder).
+
+    An archive that is absent but already extracted next to itself (``../data/fra-eng/``
+    for ``../data/fra-eng.zip``, as a reader who ran the book before has it) is left as
+    is: the folder's files cannot be checked against the archive's sha1.
+    """
     filename = Path(filename)
     base_dir = filename.parent if folder is None else Path(folder)
+    if not filename.is_file() and folder is None and _extracted_folder(filename).is_dir():
+        return
     if not filename.is_file():
         raise FileNotFoundError(f"extract: {str(filename)!r} is not a file")
     if zipfile.is_zipfile(filename):

@@ -1,0 +1,146 @@
+"""The book's data and models from outside chapters 9-11 that those chapters use (d2l 1.0).
+
+``LinearRegression`` (section 3.5; 9.1 fits an autoregression with it) and ``FashionMNIST``
+(section 4.2; 11.8 trains the vision Transformer on it).
+
+``FashionMNIST`` reads the standard IDX files from ``root/FashionMNIST/raw`` (the folder
+torchvision, and so the book, downloads them to), gzipped or not, without torchvision.
+Without the files it downloads them there (no checksum is published in sha1; each file's
+IDX header and size are checked); offline it raises one ``DatasetUnavailableError`` naming
+the four files and the folder. Images become float tensors in [0, 1] of shape (1, H, W);
+``resize`` is bilinear on the uint8 image, rounded back to uint8 as PIL does in the book's
+``transforms.Resize``, batch by batch in the loader (so the data stays uint8 in memory and
+no worker processes are needed).
+"""
+
+from __future__ import annotations
+
+import numbers
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from attnkit.d2l.v1.base import DataModule, Module
+from attnkit.data.hub import DatasetUnavailableError, fetch
+from attnkit.data.idx import read_idx
+
+__all__ = ["FashionMNIST", "LinearRegression"]
+
+
+class LinearRegression(Module):
+    """``LazyLinear(1)`` with weights from N(0, 0.01) and zero bias; MSE loss; SGD at ``lr``."""
+
+    def __init__(self, lr):
+        super().__init__()
+        if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not lr > 0:
+            raise ValueError(f"lr must be a positive number, got {lr!r}")
+        self.save_hyperparameters()
+        self.net = nn.LazyLinear(1)
+        self.net.weight.data.normal_(0, 0.01)
+        self.net.bias.data.fill_(0)
+
+    def forward(self, X):
+        """X (batch, features) -> (batch, 1)."""
+        return self.net(X)
+
+    def loss(self, y_hat, y):
+        return F.mse_loss(y_hat, y)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), self.lr)
+
+    def get_w_b(self):
+        return (self.net.weight.data, self.net.bias.data)
+
+
+_FASHION_URL = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"
+_FASHION_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "val": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+_LABELS = ("t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker",
+           "bag", "ankle boot")  # fmt: skip
+
+
+def _find_or_fetch(raw_dir: Path, stem: str) -> Path:
+    """``raw_dir/stem`` or ``raw_dir/stem.gz``, downloading the ``.gz`` if neither is there."""
+    for candidate in (raw_dir / stem, raw_dir / f"{stem}.gz"):
+        if candidate.is_file():
+            return candidate
+    names = ", ".join(f"{s}.gz" for pair in _FASHION_FILES.values() for s in pair)
+    hint = f"Put the four Fashion-MNIST files ({names}) in {raw_dir} to use them offline."
+    try:
+        return fetch(_FASHION_URL + stem + ".gz", raw_dir / f"{stem}.gz", what=stem, hint=hint)
+    except DatasetUnavailableError as error:
+        raise DatasetUnavailableError(f"Fashion-MNIST is not in {raw_dir}: {hint}") from error
+
+
+class FashionMNIST(DataModule):
+    """``FashionMNIST(batch_size=64, resize=(28, 28))``: ``train``/``val`` are
+    ``TensorDataset``s of uint8 images (N, 28, 28) and int64 labels (N,); batches are
+    ``(X, y)`` with X float32 (batch, 1, *resize) in [0, 1]."""
+
+    def __init__(self, batch_size=64, resize=(28, 28)):
+        super().__init__()
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
+            raise TypeError(f"batch_size must be an int, got {batch_size!r}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        resize = tuple(resize) if isinstance(resize, tuple | list) else resize
+        if not (
+            isinstance(resize, tuple)
+            and len(resize) == 2
+            and all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in resize)
+        ):
+            raise ValueError(f"resize must be (height, width) of positive ints, got {resize!r}")
+        self.save_hyperparameters()
+        raw_dir = Path(self.root) / "FashionMNIST" / "raw"
+        paths = {
+            split: [_find_or_fetch(raw_dir, stem) for stem in stems]
+            for split, stems in _FASHION_FILES.items()
+        }  # every file is found (or fetched) before any is read
+        self.train, self.val = (self._read(*paths[s]) for s in ("train", "val"))
+
+    @staticmethod
+    def _read(images_path: Path, labels_path: Path) -> torch.utils.data.TensorDataset:
+        images, labels = read_idx(images_path), read_idx(labels_path)
+        if images.dim() != 3 or labels.dim() != 1 or len(images) != len(labels):
+            raise ValueError(
+                f"{images_path.name} {tuple(images.shape)} and {labels_path.name} "
+                f"{tuple(labels.shape)} are not N images and N labels"
+            )
+        return torch.utils.data.TensorDataset(images, labels.long())
+
+    def _collate(self, items):
+        images = torch.stack([image for image, _ in items])  # (B, 28, 28) uint8
+        labels = torch.stack([label for _, label in items])  # (B,)
+        X = images.unsqueeze(1).float()  # (B, 1, 28, 28)
+        if tuple(X.shape[-2:]) != self.resize:
+            X = F.interpolate(X, size=self.resize, mode="bilinear", antialias=True)
+            X = X.round_().clamp_(0, 255)  # PIL resizes uint8 images to uint8
+        return X / 255, labels
+
+    def text_labels(self, indices):
+        """The class names of label indices."""
+        return [_LABELS[int(i)] for i in indices]
+
+    def get_dataloader(self, train):
+        data = self.train if train else self.val
+        return torch.utils.data.DataLoader(
+            data, self.batch_size, shuffle=train, collate_fn=self._collate
+        )
+
+    def visualize(self, batch, nrows=1, ncols=8, labels=()):
+        """Show the first ``nrows * ncols`` images of a batch with their labels."""
+        from matplotlib import pyplot as plt
+
+        X, y = batch
+        labels = list(labels) or self.text_labels(y)
+        _, axes = plt.subplots(nrows, ncols, figsize=(1.5 * ncols, 1.5 * nrows), squeeze=False)
+        for ax, image, label in zip(axes.flat, X.squeeze(1), labels):
+            ax.imshow(image.numpy(), cmap="gray")
+            ax.set_title(label)
+            ax.axis("off")
+        return axes
