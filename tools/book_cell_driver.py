@@ -23,13 +23,26 @@ import traceback
 
 
 def block_network() -> None:
-    """Any connection leaves with OSError, as on a machine that is offline."""
+    """Internet connections leave with OSError, as on a machine that is offline.
+
+    Local (AF_UNIX) sockets still work: DataLoader workers pass tensors through them.
+    """
+    connect, connect_ex = socket.socket.connect, socket.socket.connect_ex
+    internet = (socket.AF_INET, socket.AF_INET6)
 
     def refuse(*args, **kwargs):
         raise OSError("network is blocked in the book conformance run (offline)")
 
-    socket.socket.connect = refuse  # type: ignore[method-assign]
-    socket.socket.connect_ex = refuse  # type: ignore[method-assign]
+    def guarded(original):
+        def method(self, *args, **kwargs):
+            if self.family in internet:
+                refuse()
+            return original(self, *args, **kwargs)
+
+        return method
+
+    socket.socket.connect = guarded(connect)  # type: ignore[method-assign]
+    socket.socket.connect_ex = guarded(connect_ex)  # type: ignore[method-assign]
     socket.create_connection = refuse  # type: ignore[assignment]
     socket.getaddrinfo = refuse  # type: ignore[assignment]
 

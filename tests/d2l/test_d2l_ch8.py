@@ -117,12 +117,12 @@ def test_train_ch8_with_the_books_scratch_rnn(capsys):
     Y, state = net(torch.tensor([[1, 2, 3]]), net.begin_state(1, "cpu"))
     assert Y.shape == (3, len(vocab)) and state[0].shape == (1, 64)
     train_iter = LMDataLoader(corpus, 8, 10, seed=0)
-    hist = d2l.train_ch8(net, train_iter, vocab, lr=1, num_epochs=15, device="cpu")
+    assert d2l.train_ch8(net, train_iter, vocab, lr=1, num_epochs=15, device="cpu") is None
     out = capsys.readouterr().out.splitlines()
     assert re.fullmatch(r"perplexity \d+\.\d, \d+\.\d tokens/sec on cpu", out[0])
     assert out[1].startswith("time traveller") and len(out[1]) == 14 + 50
     assert out[2].startswith("traveller") and len(out[2]) == 9 + 50
-    assert hist.perplexity[-1] < hist.perplexity[0] / 2
+    assert float(out[0].split()[1].rstrip(",")) < len(vocab) / 2  # it learned (uniform: |V|)
 
 
 def test_concise_rnn_model_keys_and_state_like_the_book():

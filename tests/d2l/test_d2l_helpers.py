@@ -12,6 +12,7 @@ import matplotlib
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from attnkit import d2l
 from attnkit.data import hub
@@ -249,3 +250,15 @@ def test_transpose_shapes_are_validated():
         d2l.transpose_output(torch.zeros(6, 3, 2), 4)
     X = torch.randn(2, 3, 8)
     torch.testing.assert_close(d2l.transpose_output(d2l.transpose_qkv(X, 4), 4), X)
+
+
+def test_evaluate_loss_is_the_mean_over_every_element():
+    torch.manual_seed(0)
+    X, y = torch.randn(10, 3), torch.randn(10)
+    net = nn.Linear(3, 1)
+    data_iter = d2l.load_array((X, y), batch_size=4, is_train=False)  # batches of 4, 4, 2
+    got = d2l.evaluate_loss(net, data_iter, nn.MSELoss(reduction="none"))
+    expected = ((net(X).detach().double().squeeze(1) - y.double()) ** 2).mean()
+    assert abs(got - float(expected)) < 1e-6
+    with pytest.raises(ValueError, match="evaluate_loss: data_iter gave no batch"):
+        d2l.evaluate_loss(net, [], nn.MSELoss(reduction="none"))

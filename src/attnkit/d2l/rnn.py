@@ -7,6 +7,8 @@ Thin wrappers over :mod:`attnkit.data.text`, :mod:`attnkit.data.lm`,
 
 from __future__ import annotations
 
+import random
+
 import torch
 
 from attnkit.d2l.utils import book_data_dir
@@ -18,8 +20,16 @@ from attnkit.training import lm as _lmtrain
 tokenize = _text.tokenize
 Vocab = _text.Vocab
 count_corpus = _text.count_corpus
-seq_data_iter_random = _lm.seq_data_iter_random
-seq_data_iter_sequential = _lm.seq_data_iter_sequential
+
+
+def seq_data_iter_random(corpus, batch_size, num_steps):
+    """Random sampling, drawing from the global ``random`` state as the book does."""
+    return _lm.seq_data_iter_random(corpus, batch_size, num_steps, rng=random)
+
+
+def seq_data_iter_sequential(corpus, batch_size, num_steps):
+    """Sequential partitioning, drawing from the global ``random`` state as the book does."""
+    return _lm.seq_data_iter_sequential(corpus, batch_size, num_steps, rng=random)
 
 
 def read_time_machine():
@@ -43,7 +53,8 @@ class SeqDataLoader(_lm.LMDataLoader):
 
     def __init__(self, batch_size, num_steps, use_random_iter, max_tokens):
         corpus, self.vocab = load_corpus_time_machine(max_tokens)
-        super().__init__(corpus, batch_size, num_steps, use_random_iter)
+        # each epoch draws its offset from the global `random`, as the book's loader
+        super().__init__(corpus, batch_size, num_steps, use_random_iter, rng=random)
 
 
 def load_data_time_machine(batch_size, num_steps, use_random_iter=False, max_tokens=10000):

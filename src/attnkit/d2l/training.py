@@ -6,7 +6,8 @@ The book's semantics are kept: Xavier initialisation, Adam (betas 0.9/0.999) and
 the per-sequence losses of ``MaskedSoftmaxCELoss`` for ``train_seq2seq``; SGD (or the
 scratch ``sgd``) on the token-mean cross-entropy with truncated BPTT for ``train_ch8``; the
 global gradient norm clipped at 1; the book's final line. The engine's step makes them
-fast: padded batches trimmed to their longest sequence (the masks make the math the same),
+fast: padded batches trimmed to their longest sequence (exact: the source only for
+attnkit's own encoders, which skip padding; a reader's encoder sees the book's padding),
 fused Adam / foreach SGD and clipping, no host sync per step. No Animator: ``train_ch8``
 and ``train_seq2seq`` print the book's final line (and ``train_ch8`` its two predictions).
 """
@@ -73,7 +74,8 @@ def train_epoch_ch8(net, train_iter, loss, updater, device, use_random_iter):
 def train_ch8(net, train_iter, vocab, lr, num_epochs, device, use_random_iter=False):
     """SGD with clipping at 1; prints the book's final line and two predictions.
 
-    Returns the history (``perplexity`` and ``tokens_per_sec`` per epoch).
+    Returns None, as the book (a notebook cell ending in this call shows nothing more);
+    attnkit's own ``attnkit.training.lm`` keeps the per-epoch history.
     """
     task = LMTask(train_iter, use_random_iter=use_random_iter)
     config = _book_config(num_epochs, lr, device, "sgd")
@@ -83,7 +85,6 @@ def train_ch8(net, train_iter, vocab, lr, num_epochs, device, use_random_iter=Fa
     print(f"perplexity {ppl:.1f}, {speed:.1f} tokens/sec on {device!s}")
     print(predict_ch8("time traveller", 50, net, vocab, device))
     print(predict_ch8("traveller", 50, net, vocab, device))
-    return hist
 
 
 def train_seq2seq(net, data_iter, lr, num_epochs, tgt_vocab, device):
@@ -93,7 +94,12 @@ def train_seq2seq(net, data_iter, lr, num_epochs, tgt_vocab, device):
     epoch: ``loss {sum of per-sequence losses / tokens:.3f}, {tokens/sec:.1f} tokens/sec``.
     """
     net.apply(xavier_init_weights)
-    task = PaddedPairsTask(data_iter, tgt_vocab["<bos>"], reduction="per_sequence_sum")
+    # Trimming padded source columns is exact only for attnkit's encoders (they skip
+    # padding); a reader's own encoder may run over it, as the book's GRU does.
+    trim_source = type(getattr(net, "encoder", None)).__module__.startswith("attnkit.")
+    task = PaddedPairsTask(
+        data_iter, tgt_vocab["<bos>"], reduction="per_sequence_sum", trim_source=trim_source
+    )
     engine = Engine(net, task, _book_config(num_epochs, lr, device, "adam"))
     history = engine.fit()
     loss, speed = history["train_loss"][-1], history["tokens_per_s"][-1]

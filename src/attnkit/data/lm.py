@@ -262,7 +262,9 @@ class LMDataLoader:
     """Re-iterable minibatches over a corpus; each epoch draws a fresh offset/shuffle.
 
     ``seed`` makes the sequence of epochs reproducible (None: seeded from the global
-    ``random`` module once, so ``random.seed`` still works for book-style code). ``rank``/``world_size`` shard the
+    ``random`` module once, so ``random.seed`` still works for book-style code); ``rng``
+    draws from a generator of the caller's instead (the ``random`` module itself: the
+    global state, every epoch, as the book's loader). ``rank``/``world_size`` shard the
     batch rows (rank r keeps rows r, r + world_size, ...), which keeps sequential
     partitioning contiguous per row; with world_size 1 (default) nothing changes.
     """
@@ -276,7 +278,12 @@ class LMDataLoader:
         seed: int | None = None,
         rank: int = 0,
         world_size: int = 1,
+        rng: random.Random | None = None,
     ) -> None:
+        if rng is not None and seed is not None:
+            raise ValueError("pass seed or rng, not both")
+        if rng is not None and not (hasattr(rng, "randint") and hasattr(rng, "shuffle")):
+            raise TypeError(f"rng must be a random.Random (or the random module), got {rng!r}")
         self.corpus = _as_corpus_tensor(corpus)
         check_corpus_length(len(self.corpus), batch_size, num_steps)
         _check_positive_int("world_size", world_size)
@@ -289,7 +296,9 @@ class LMDataLoader:
         self.batch_size, self.num_steps = batch_size, num_steps
         self.use_random_iter = use_random_iter
         self.rank, self.world_size = rank, world_size
-        self.rng = random.Random(seed) if seed is not None else _default_rng(None)
+        if rng is None:
+            rng = random.Random(seed) if seed is not None else _default_rng(None)
+        self.rng = rng
         self.data_iter_fn = seq_data_iter_random if use_random_iter else seq_data_iter_sequential
 
     def __iter__(self) -> Iterator[tuple[Tensor, Tensor]]:

@@ -156,7 +156,10 @@ class PaddedPairsTask(Task):
     ``"per_sequence_sum"`` (the book: each row's masked token losses divided by the
     padded length ``Y.shape[1]``, summed over rows; the reported loss is that sum over
     the real tokens, as the book prints it). Batches are trimmed to their longest
-    source and target before they move to the device.
+    target before they move to the device (a causal decoder's outputs at real positions
+    do not see later padding), and to their longest source when ``trim_source`` (exact
+    only for an encoder that ignores padded positions, as attnkit's do; an encoder that
+    runs over the padding, like the book's GRU, needs ``trim_source=False``).
     """
 
     name = "translation"
@@ -168,6 +171,7 @@ class PaddedPairsTask(Task):
         *,
         reduction: str = "token_mean",
         label_smoothing: float = 0.0,
+        trim_source: bool = True,
     ) -> None:
         if reduction not in REDUCTIONS:
             raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
@@ -175,6 +179,7 @@ class PaddedPairsTask(Task):
         self.bos_id = int(bos_id)
         self.reduction = reduction
         self.label_smoothing = label_smoothing
+        self.trim_source = bool(trim_source)
 
     def batches(self, epoch: int, rank: int, world_size: int):
         if world_size > 1:
@@ -205,7 +210,9 @@ class PaddedPairsTask(Task):
     def loss(self, engine: Engine, batch, carry) -> StepLoss:
         src, src_len, tgt, tgt_len = batch.astuple() if hasattr(batch, "astuple") else batch
         padded_len = tgt.shape[1]
-        src, tgt = trim_padding(src, src_len), trim_padding(tgt, tgt_len)
+        if self.trim_source:
+            src = trim_padding(src, src_len)
+        tgt = trim_padding(tgt, tgt_len)
         device = engine.device
         src, src_len, tgt, tgt_len = (
             t.to(device, non_blocking=True) for t in (src, src_len, tgt, tgt_len)

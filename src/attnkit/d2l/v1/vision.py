@@ -30,7 +30,12 @@ __all__ = ["FashionMNIST", "LinearRegression"]
 
 
 class LinearRegression(Module):
-    """``LazyLinear(1)`` with weights from N(0, 0.01) and zero bias; MSE loss; SGD at ``lr``."""
+    """``LazyLinear(1)``, MSE loss, SGD at ``lr``, as the book.
+
+    The book fills the weight from N(0, 0.01) and the bias with 0 before the lazy layer
+    exists, which does nothing: the first forward initialises it as ``nn.Linear`` does.
+    Kept, so the same seed gives the book's weights.
+    """
 
     def __init__(self, lr):
         super().__init__()

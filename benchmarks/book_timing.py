@@ -1,0 +1,145 @@
+"""The book's training sections timed as a reader runs them: attnkit against the book's library.
+
+    python benchmarks/book_timing.py --book-017 PATH --book-10 PATH [--torchvision PATH]
+        [--edition 0.17|1.0|both] [--section S ...] [--rounds 3] [--epochs N]
+        [--out docs/book-timing.md]
+
+Every section whose cells train (``train_ch8``, ``train_seq2seq``, ``trainer.fit``, the
+book's own loops) runs with the book's own epoch counts (``--epochs N`` caps them for a
+quick look) through ``tools/book_conformance.py``, once on attnkit's layer and once on the
+published d2l package (set up as ``benchmarks/book_oracle.py`` does: the same stubs and
+local data), the two side by side (one core each, one torch thread each), ``--rounds``
+times. The time of a section is the sum of its cells' times (what a reader waits for, the
+interpreter start excluded). The table: median [min-max] seconds of each, and the ratio
+book / attnkit of the medians (> 1: attnkit is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import importlib.util
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TRAINS = re.compile(r"train_ch8\(|train_seq2seq\(|trainer\.fit\(|^train\(net|for epoch in range")
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def training_sections(runner, edition: str) -> dict[str, list[str]]:
+    return {
+        name: cells
+        for name, cells in runner.load_sections(edition).items()
+        if any(TRAINS.search(line) for cell in cells for line in cell.splitlines())
+    }
+
+
+def section_seconds(result) -> float:
+    if not result.ok:
+        raise RuntimeError(result.line())
+    return sum(o["seconds"] for o in result.outputs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    oracle = _load("_book_oracle", REPO / "benchmarks" / "book_oracle.py")
+    runner = oracle._load_runner()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--edition", choices=["0.17", "1.0", "both"], default="both")
+    parser.add_argument("--section", action="append", help="section name or its last part")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=None, help="cap (default: the book's)")
+    parser.add_argument("--book-017", type=Path, default=os.environ.get("D2L0176"))
+    parser.add_argument("--book-10", type=Path, default=os.environ.get("D2L103"))
+    parser.add_argument(
+        "--torchvision", type=Path, default=os.environ.get("BOOK_ORACLE_TORCHVISION")
+    )
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "book-timing.md")
+    parser.add_argument("--workdir", type=Path)
+    args = parser.parse_args(argv)
+    editions = ["0.17", "1.0"] if args.edition == "both" else [args.edition]
+    books = {"0.17": args.book_017, "1.0": args.book_10}
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="book-timing-"))
+    sites = [str(oracle._site_of(args.torchvision, work / "site-tv"))] if args.torchvision else []
+    missing = oracle._missing_modules(sys.executable, sites, oracle.BOOK_TOP_IMPORTS)
+    oracle._write_shims(work / "shims", missing)
+    pythonpath = os.pathsep.join([str(work / "shims"), *sites])
+    rows = []
+    for edition in editions:
+        root = oracle._book_root(books[edition], work / f"d2l-{edition}")
+        book_work = work / f"book-{edition}"
+        runner.prepare_data(book_work / "data")
+        oracle._gunzip_fashion(book_work / "data")
+        sections = training_sections(runner, edition)
+        if args.section:
+            sections = {
+                n: c for n, c in sections.items() if any(n.endswith("/" + s) for s in args.section)
+            }
+        times = {name: ([], []) for name in sections}
+        for round_ in range(args.rounds):
+            for name, cells in sections.items():
+                with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                    ours = pool.submit(
+                        runner.run_section, edition, name, cells, work / f"attnkit-{edition}",
+                        epochs=args.epochs, timeout=3600,
+                    )  # fmt: skip
+                    book = pool.submit(
+                        runner.run_section, edition, name, cells, book_work,
+                        epochs=args.epochs, d2l_import=oracle.BOOK_IMPORT_LINE, timeout=3600,
+                        extra_env={"PYTHONPATH": pythonpath, "BOOK_ORACLE_D2L": str(root)},
+                    )  # fmt: skip
+                    a, b = section_seconds(ours.result()), section_seconds(book.result())
+                times[name][0].append(a)
+                times[name][1].append(b)
+                print(f"round {round_ + 1} {edition} {name}: attnkit {a:.1f} s, book {b:.1f} s",
+                      flush=True)  # fmt: skip
+        for name, (ours_s, book_s) in times.items():
+            rows.append((edition, name.split("/")[-1], ours_s, book_s))
+    write_report(args, rows, argv if argv is not None else sys.argv[1:])
+    return 0
+
+
+def _fmt(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f} [{min(values):.1f}-{max(values):.1f}]"
+
+
+def write_report(args, rows, argv) -> None:
+    epochs = (
+        "the book's own epoch counts" if args.epochs is None else f"epochs capped at {args.epochs}"
+    )
+    lines = [
+        "# The book's training sections: attnkit against the book's library",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d')} on this project's 2-core CPU machine, "
+        f"{epochs}, {args.rounds} round(s), the two runs of a section side by side (one torch "
+        "thread each). Seconds are the sum of the section's cell times (what a reader waits "
+        "for, interpreter start excluded); median [min-max]; ratio = book / attnkit medians.",
+        "",
+        "```",
+        "python benchmarks/book_timing.py " + " ".join(argv),
+        "```",
+        "",
+        "| edition | section | attnkit s | book s | ratio |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for edition, name, ours, book in rows:
+        ratio = statistics.median(book) / statistics.median(ours)
+        lines.append(f"| {edition} | {name} | {_fmt(ours)} | {_fmt(book)} | {ratio:.2f}x |")
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
