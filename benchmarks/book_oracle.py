@@ -102,18 +102,6 @@ extracted to), or set D2L0176 / D2L103."""
 # (edition, section's last part, cell index) -> (the fields that differ, why). Filled in after
 # investigating each difference (the experiments are quoted); a difference not listed, or
 # one whose fields are not the listed ones, is UNEXPLAINED.
-_LM_OFFSETS = (
-    "attnkit's `load_data_time_machine` iterator draws each epoch's random offset from its own "
-    "`random.Random`, seeded once from the global `random` when the loader is built "
-    "(attnkit.data.lm: never the global state); the book calls the global "
-    "`random.randint(0, num_steps)` every epoch. After `random.seed(0)` the book's epochs "
-    "start at offsets 24, 26, attnkit's at 6, 22, so 1 epoch trains on other batches"
-)
-_LM_HISTORY = (
-    "attnkit's `train_ch8` returns its history (`LMHistory`, per its docstring); the book's "
-    "returns None, so a cell ending in `d2l.train_ch8(...)` shows `LMHistory(...)` where the "
-    "book shows nothing. Its printed lines are the book's"
-)
 _BLEU_017 = (
     "the book's 0.17 `bleu` divides by zero (`len_pred - n + 1`) for a prediction shorter "
     "than k=2 tokens, which the 1-epoch model gives ('!' or ''): the book's cell stops with "
@@ -127,25 +115,6 @@ _DROPOUT = (
     "`nn.Dropout`; same keep probability, other masks"
 )
 REASONS: dict[tuple[str, str, int], tuple[str, str]] = {
-    ("0.17", "rnn-scratch", 15): (
-        "stdout",
-        _LM_OFFSETS + ": perplexity 24.7 (book) vs 24.8 (the cell before, trained on the "
-        "first epoch's offsets 24 vs 6, happens to agree). With attnkit's iterator drawing from "
-        "the global `random` (patched `attnkit.data.lm._default_rng`), both cells print the "
-        "book's lines.",
-    ),
-    ("0.17", "rnn-concise", 6): (
-        "stdout, shown",
-        _LM_OFFSETS + ": perplexity 21.4 (book) vs 21.7 and other greedy predictions; with "
-        "attnkit's iterator drawing from the global `random` attnkit prints the book's "
-        "perplexity 21.4 and predictions. Shown: " + _LM_HISTORY + ".",
-    ),
-    ("0.17", "gru", 4): ("shown", _LM_HISTORY + "."),
-    ("0.17", "gru", 5): ("shown", _LM_HISTORY + "."),
-    ("0.17", "lstm", 4): ("shown", _LM_HISTORY + "."),
-    ("0.17", "lstm", 5): ("shown", _LM_HISTORY + "."),
-    ("0.17", "deep-rnn", 2): ("shown", _LM_HISTORY + "."),
-    ("0.17", "bi-rnn", 0): ("shown", _LM_HISTORY + "."),
     ("0.17", "bahdanau-attention", 4): (
         "stdout",
         "attnkit's `Seq2SeqEncoder` runs its GRU on the packed source when given valid lengths "
@@ -170,13 +139,6 @@ REASONS: dict[tuple[str, str, int], tuple[str, str]] = {
         "submodule, and dropout is a probability, so the repr lacks the `(attention): "
         "DotProductAttention((dropout): Dropout(p=0.5))` lines; same W_q/W_k/W_v/W_o and "
         "state_dict keys.",
-    ),
-    ("0.17", "transformer", 13): (
-        "stdout",
-        _DROPOUT + "; and `train_seq2seq` trims batches to their longest sentence, which "
-        "changes the shapes (so the draws) of the cell's own `nn.Dropout`s: loss 0.445 (book) "
-        "vs 0.447 after 1 epoch. With the attention and positional-encoding dropout set to 0 "
-        "in both and trimming off, both print 0.444.",
     ),
     ("0.17", "transformer", 14): ("status, stdout", _BLEU_017 + "."),
     ("1.0", "transformer", 15): (

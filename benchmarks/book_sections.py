@@ -440,14 +440,14 @@ def gru_section(d2l, num_epochs, timed, scratch=False):
         def three():
             return (normal((num_inputs, num_hiddens)),
                     normal((num_hiddens, num_hiddens)),
-                    torch.zeros(num_hiddens, device=device))
+                    d2l.zeros(num_hiddens, device=device))
 
         W_xz, W_hz, b_z = three()  # Update gate parameters
         W_xr, W_hr, b_r = three()  # Reset gate parameters
         W_xh, W_hh, b_h = three()  # Candidate hidden state parameters
         # Output layer parameters
         W_hq = normal((num_hiddens, num_outputs))
-        b_q = torch.zeros(num_outputs, device=device)
+        b_q = d2l.zeros(num_outputs, device=device)
         # Attach gradients
         params = [W_xz, W_hz, b_z, W_xr, W_hr, b_r, W_xh, W_hh, b_h, W_hq, b_q]
         for param in params:

@@ -8,8 +8,9 @@ torchvision, and so the book, downloads them to), gzipped or not, without torchv
 Without the files it downloads them there (no checksum is published in sha1; each file's
 IDX header and size are checked); offline it raises one ``DatasetUnavailableError`` naming
 the four files and the folder. Images become float tensors in [0, 1] of shape (1, H, W);
-``resize`` is bilinear on the uint8 image, rounded back to uint8 as PIL does in the book's
-``transforms.Resize``, batch by batch in the loader (so the data stays uint8 in memory and
+``resize`` is bilinear (antialiased) on the uint8 image, rounded back to uint8 as the
+book's PIL-based ``transforms.Resize`` does, batch by batch in the loader (PIL's fixed-point
+arithmetic differs: about one pixel in five is one grey level, 1/255, apart at 96x96) (so the data stays uint8 in memory and
 no worker processes are needed).
 """
 
