@@ -27,7 +27,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format bench book clean print-python
+.PHONY: demo test lint format bench clean print-python
 
 $(BIN)/python:
 	@$(PICK_PY); echo "$$py -m venv $(VENV)   # $$($$py --version 2>&1)"; "$$py" -m venv $(VENV)
@@ -53,11 +53,6 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff format src tests benchmarks tools
 	$(BIN)/ruff check --fix src tests benchmarks tools
-
-# The published book's sections, both editions, on attnkit's d2l layers (needs ../shared;
-# also part of `make test`, as tests/d2l/test_book_conformance.py). FULL=1: the book's epochs.
-book: $(STAMP)
-	$(BIN)/python tools/book_conformance.py $(if $(FULL),--full,)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/attention.py

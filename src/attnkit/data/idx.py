@@ -8,6 +8,7 @@ bytes (type ``0x08``, what (Fashion-)MNIST stores) are read. Gzipped files are r
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import struct
 from pathlib import Path
@@ -43,7 +44,7 @@ def read_idx(path: str | os.PathLike) -> torch.Tensor:
     if len(data) < header:
         raise IDXFormatError(f"{path}: header of {ndim} dimensions is cut short")
     shape = struct.unpack(f">{ndim}I", data[4:header])
-    expected = header + int(torch.tensor(shape).prod()) if ndim else header
+    expected = header + math.prod(shape)
     if len(data) != expected:
         raise IDXFormatError(
             f"{path}: shape {tuple(shape)} needs {expected} bytes, the file has {len(data)}"

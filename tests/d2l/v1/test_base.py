@@ -60,22 +60,7 @@ class SyntheticRegressionData(d2l.DataModule):  # the book's chapter 3 class, as
         return self.get_tensorloader((self.X, self.y), train, i)
 
 
-class LinearRegression(d2l.Module):  # the book's concise linear regression
-    def __init__(self, lr):
-        super().__init__()
-        self.save_hyperparameters()
-        self.net = nn.LazyLinear(1)
-        self.net.weight.data.normal_(0, 0.01)
-        self.net.bias.data.fill_(0)
-
-    def forward(self, X):
-        return self.net(X)
-
-    def loss(self, y_hat, y):
-        return nn.MSELoss()(y_hat, y)
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), self.lr)
+LinearRegression = d2l.LinearRegression  # the book's concise linear regression
 
 
 def test_trainer_fits_the_books_linear_regression_on_the_engine():
