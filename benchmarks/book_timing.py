@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     missing = oracle._missing_modules(sys.executable, sites, oracle.BOOK_TOP_IMPORTS)
     oracle._write_shims(work / "shims", missing)
     pythonpath = os.pathsep.join([str(work / "shims"), *sites])
-    rows = []
+    plans = {}  # edition -> (book root, book workdir, sections)
     for edition in editions:
         root = oracle._book_root(books[edition], work / f"d2l-{edition}")
         book_work = work / f"book-{edition}"
@@ -87,8 +87,12 @@ def main(argv: list[str] | None = None) -> int:
             sections = {
                 n: c for n, c in sections.items() if any(n.endswith("/" + s) for s in args.section)
             }
-        times = {name: ([], []) for name in sections}
-        for round_ in range(args.rounds):
+        plans[edition] = (root, book_work, sections)
+    # (edition, section) -> (attnkit seconds, book seconds), one entry per round
+    times = {(e, n): ([], []) for e, (_, _, sections) in plans.items() for n in sections}
+    shown = argv if argv is not None else sys.argv[1:]
+    for round_ in range(args.rounds):  # whole rounds over both editions: a cut run is even
+        for edition, (root, book_work, sections) in plans.items():
             for name, cells in sections.items():
                 with concurrent.futures.ThreadPoolExecutor(2) as pool:
                     ours = pool.submit(
@@ -101,14 +105,19 @@ def main(argv: list[str] | None = None) -> int:
                         extra_env={"PYTHONPATH": pythonpath, "BOOK_ORACLE_D2L": str(root)},
                     )  # fmt: skip
                     a, b = section_seconds(ours.result()), section_seconds(book.result())
-                times[name][0].append(a)
-                times[name][1].append(b)
+                times[edition, name][0].append(a)
+                times[edition, name][1].append(b)
                 print(f"round {round_ + 1} {edition} {name}: attnkit {a:.1f} s, book {b:.1f} s",
                       flush=True)  # fmt: skip
-        for name, (ours_s, book_s) in times.items():
-            rows.append((edition, name.split("/")[-1], ours_s, book_s))
-    write_report(args, rows, argv if argv is not None else sys.argv[1:])
+                # the report so far after every pair: a run stopped midway keeps its rounds
+                rows = [(e, n.split("/")[-1], o, b) for (e, n), (o, b) in times.items() if o]
+                write_report(args, rows, shown)
     return 0
+
+
+def _rounds(rows) -> str:
+    counts = sorted({len(ours) for _, _, ours, _ in rows})
+    return "-".join(map(str, counts[:: max(1, len(counts) - 1)])) if counts else "0"
 
 
 def _fmt(values: list[float]) -> str:
@@ -123,7 +132,7 @@ def write_report(args, rows, argv) -> None:
         "# The book's training sections: attnkit against the book's library",
         "",
         f"Measured {time.strftime('%Y-%m-%d')} on this project's 2-core CPU machine, "
-        f"{epochs}, {args.rounds} round(s), the two runs of a section side by side (one torch "
+        f"{epochs}, {_rounds(rows)} round(s), the two runs of a section side by side (one torch "
         "thread each). Seconds are the sum of the section's cell times (what a reader waits "
         "for, interpreter start excluded); median [min-max]; ratio = book / attnkit medians.",
         "",

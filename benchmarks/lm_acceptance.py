@@ -24,8 +24,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table
 from attnkit.data.lm import load_lm_data
+from attnkit.inference.generation import generate
 from attnkit.models.rnn import build_lm
-from attnkit.training.lm import generate, train_lm
+from attnkit.training.lm import train_lm
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -30,10 +30,10 @@ import torch
 from attnkit.data.subword import SubwordTokenizer
 from attnkit.data.translation import load_translation_data
 from attnkit.inference.decoding import translate
+from attnkit.inference.loading import load_model
 from attnkit.inference.translator import Translator
 from attnkit.metrics import bleu_signature, corpus_bleu, corpus_chrf
 from attnkit.training.averaging import average_state_dicts, list_snapshots
-from attnkit.training.checkpoint import load_model
 
 
 def main() -> None:

@@ -1,4 +1,10 @@
-"""The package's import graph has no cycles, counting imports inside functions too."""
+"""The package's import graph: layers that hold, and no cycles (imports inside functions
+count too).
+
+``LAYERS`` is the one statement of the order, bottom to top (the README's and
+docs/architecture.md's map): a module may import its own package and any package of a
+lower layer, never a higher layer nor a sibling of its own layer.
+"""
 
 from __future__ import annotations
 
@@ -40,7 +46,11 @@ def _imports(path: Path, modules: set[str]) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            # ``from attnkit import metrics`` imports attnkit.metrics, not the package root
+            subs = [f"{base}.{alias.name}" for alias in node.names]
+            targets = [t for t in subs if t in modules] or [base]
+            if len(targets) < len(subs):
+                targets.append(base)
         for target in targets:
             while target and target not in modules:  # the longest module prefix
                 target = target.rpartition(".")[0]
@@ -77,13 +87,74 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
+LAYERS = [
+    ("_validate", "checkpoint", "metrics", "viz", "distributed"),  # foundation
+    ("attention", "data"),
+    ("models",),
+    ("inference",),
+    ("training",),
+    ("tour", "serve", "d2l"),  # applications over the core
+    ("",),  # the package root: attnkit/__init__.py re-exports the public API
+    ("cli",),  # the `attnkit` command
+    ("__main__",),  # python -m attnkit
+]
+
+
+def _package(module: str) -> str:
+    """attnkit.training.lm -> "training"; attnkit -> "" (the root)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _layer(module: str) -> int:
+    package = _package(module)
+    for index, names in enumerate(LAYERS):
+        if package in names:
+            return index
+    raise AssertionError(f"{module}: package {package!r} is in no layer of LAYERS")
+
+
+def _upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            if _package(target) == _package(module):
+                continue
+            if _layer(target) >= _layer(module):
+                found.append(
+                    f"{module} (layer {_layer(module)}) imports {target} (layer {_layer(target)})"
+                )
+    return found
+
+
+def test_every_package_has_a_layer():
+    for module in _graph():
+        _layer(module)
+
+
+def test_lower_layers_never_import_higher_ones():
+    graph = _graph()
+    # lazy imports count: the translator imports its loader inside a classmethod
+    assert "attnkit.inference.loading" in graph["attnkit.inference.translator"]
+    problems = _upward_imports(graph)
+    assert problems == [], "\n".join(problems)
+
+
+def test_the_layer_check_finds_an_upward_and_a_sibling_import():
+    graph = {
+        "attnkit.data.subword": {"attnkit.training.engine", "attnkit.checkpoint"},
+        "attnkit.attention.masking": {"attnkit.data.text"},
+        "attnkit.training.engine": {"attnkit.training.optim", "attnkit.models.rnn"},
+    }
+    assert _upward_imports(graph) == [
+        "attnkit.attention.masking (layer 1) imports attnkit.data.text (layer 1)",
+        "attnkit.data.subword (layer 1) imports attnkit.training.engine (layer 4)",
+    ]
+
+
 def test_no_import_cycles_lazy_imports_included():
     graph = _graph()
-    # lazy imports count: checkpoint.load_model imports the registry inside the function
-    assert "attnkit.models.registry" in graph["attnkit.training.checkpoint"]
-    assert {"attnkit.training.checkpoint", "attnkit.training.optim"} <= graph[
-        "attnkit.training.engine"
-    ]
+    assert {"attnkit.checkpoint", "attnkit.training.optim"} <= graph["attnkit.training.engine"]
     cycles = _cycles(graph)
     assert cycles == [], "\n".join(" -> ".join(c) for c in cycles)
 

@@ -32,6 +32,8 @@ from attnkit.data.translation import TranslationBatch, TranslationData, load_tra
 from attnkit.inference.attention_maps import AttentionMaps, attention_maps, plot_attention_maps
 from attnkit.inference.beam_search import BeamHypothesis, BeamSearch
 from attnkit.inference.decoding import DecodeResult, greedy_decode, translate
+from attnkit.inference.generation import generate
+from attnkit.inference.loading import load_model
 from attnkit.metrics import bleu, corpus_bleu, corpus_chrf, perplexity
 from attnkit.models.registry import available_archs, build_model, register_arch
 from attnkit.models.rnn import RNNLM, ScratchRNN, build_lm
@@ -50,8 +52,7 @@ from attnkit.models.transformer import (
     TransformerEncoder,
     build_transformer,
 )
-from attnkit.training.checkpoint import load_model
-from attnkit.training.lm import generate, train_lm
+from attnkit.training.lm import train_lm
 from attnkit.training.translation import TrainConfig, Trainer
 
 __version__ = "0.1.0"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from attnkit.checkpoint import load_checkpoint
 from attnkit.cli import main
 from attnkit.training.averaging import list_snapshots
-from attnkit.training.checkpoint import load_checkpoint
 
 TRAIN = [
     "translate", "train", "--arch", "transformer", "--tokenizer", "sentencepiece",

@@ -123,13 +123,13 @@ def test_bad_input_gives_a_message_and_exit_code_1(trained, tmp_path, capsys, ar
 def test_cuda_without_cuda_says_so_before_loading(trained, monkeypatch, capsys, verb):
     import torch
 
-    import attnkit.training.checkpoint as checkpoint
+    import attnkit.inference.loading as loading
 
     def no_load(*args, **kwargs):
         raise AssertionError("the checkpoint must not be loaded")
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(checkpoint, "load_model", no_load)
+    monkeypatch.setattr(loading, "load_model", no_load)
     argv = ["translate", verb[0], "--checkpoint", str(trained), *verb[1:], "--device", "cuda"]
     assert main(argv) == 1
     err = capsys.readouterr().err

@@ -104,7 +104,7 @@ def test_inputs_follow_the_model_device(checkpoint, monkeypatch, capsys):
     """src/src_len go to the model's device for beam search and greedy decoding."""
     import attnkit.inference.beam_search as beam_search
     import attnkit.inference.decoding as decoding
-    import attnkit.training.checkpoint as ck
+    import attnkit.inference.loading as ck
     from attnkit.inference.beam_search import BeamHypothesis
 
     load = ck.load_model

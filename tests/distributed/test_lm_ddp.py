@@ -158,7 +158,7 @@ def test_two_processes_interrupted_mid_epoch_resume_in_one(free_port, tmp_path, 
 
 def _checkpoint(directory) -> dict:
     """Trainer state of an LM checkpoint, with its weights and config.json added."""
-    from attnkit.training.checkpoint import load_checkpoint
+    from attnkit.checkpoint import load_checkpoint
 
     ck = load_checkpoint(directory, task="lm")
     return {**ck.trainer_state, "model": ck.model_state, "config": ck.config}

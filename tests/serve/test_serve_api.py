@@ -21,8 +21,8 @@ with warnings.catch_warnings():  # starlette's notice about httpx versions
 
 from attnkit.cli import main
 from attnkit.inference.decoding import translate
+from attnkit.inference.loading import load_model
 from attnkit.serve import CheckpointLoadError, ModelService, create_app
-from attnkit.training.checkpoint import load_model
 
 SENTENCES = ["the happy girl watches the cat .", "they are not beautiful .", "THE CAT IS HAPPY."]
 
@@ -404,8 +404,9 @@ def test_visible_words_stay_as_they_are(client):
 
 def _lm_checkpoint(directory):
     from attnkit.data.text import Vocab
+    from attnkit.inference.loading import MODEL_KEYS
     from attnkit.models.rnn import build_lm
-    from attnkit.training.lm import MODEL_KEYS, save_lm_checkpoint
+    from attnkit.training.lm import save_lm_checkpoint
 
     vocab = Vocab(list("the time machine"))
     config = dict(zip(MODEL_KEYS, ("gru", 8, 1, False, False, False)))

@@ -7,8 +7,9 @@ import json
 import pytest
 import torch
 
+from attnkit.checkpoint import load_checkpoint
+from attnkit.inference.loading import load_model
 from attnkit.training.averaging import average_checkpoint, average_state_dicts, list_snapshots
-from attnkit.training.checkpoint import load_checkpoint, load_model
 
 MODEL = {"d_model": 16, "num_heads": 2, "num_layers": 1, "d_ff": 32, "dropout": 0.0}
 

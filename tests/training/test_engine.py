@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
+from attnkit.checkpoint import load_checkpoint, read_checkpoint_config
 from attnkit.data.translation import load_translation_data
 from attnkit.models.registry import build_model
-from attnkit.training.checkpoint import load_checkpoint, read_checkpoint_config
 from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task
 from attnkit.training.losses import MaskedSoftmaxCELoss
 from attnkit.training.optim import make_optimizer, sgd_update
@@ -31,9 +31,9 @@ class LinearTask(Task):
     def batches(self, epoch, rank, world_size):
         return self._batches
 
-    def loss(self, engine, batch, carry):
+    def loss(self, ctx, batch, carry):
         x, y = batch
-        loss_sum = ((engine.net(x) - y) ** 2).sum()
+        loss_sum = ((ctx.net(x) - y) ** 2).sum()
         return StepLoss(loss_sum, torch.tensor(x.shape[0]), denominator=self.denominator)
 
 

@@ -11,7 +11,7 @@ import torch
 import torch.multiprocessing as mp
 from torch import nn
 
-from attnkit.training.checkpoint import load_checkpoint
+from attnkit.checkpoint import load_checkpoint
 from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task, TrainingInterrupted
 from attnkit.training.optim import sgd_update
 
@@ -36,16 +36,16 @@ class RegressionTask(Task):
             out.append((x, x.sum(1, keepdim=True).tanh()))
         return out
 
-    def loss(self, engine, batch, carry):
+    def loss(self, ctx, batch, carry):
         x, y = batch
-        x, y = x.to(engine.device), y.to(engine.device)
-        loss_sum = ((engine.net(x) - y) ** 2).sum()
+        x, y = x.to(ctx.device), y.to(ctx.device)
+        loss_sum = ((ctx.net(x) - y) ** 2).sum()
         rows = torch.tensor(x.shape[0])
         if self.denominator == "tensor":
             return StepLoss(loss_sum, rows, denominator=rows.double())
         return StepLoss(loss_sum, rows, denominator=self.denominator)
 
-    def evaluate(self, engine):  # draws from the global RNG, as a sampling evaluation would
+    def evaluate(self, ctx):  # draws from the global RNG, as a sampling evaluation would
         return {"draw": float(torch.rand(()))}
 
 

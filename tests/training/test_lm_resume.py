@@ -11,9 +11,9 @@ import pytest
 import torch
 
 import attnkit.cli
+from attnkit.checkpoint import load_checkpoint
 from attnkit.cli import main
 from attnkit.data.lm import LMDataLoader
-from attnkit.training.checkpoint import load_checkpoint
 from attnkit.training.engine import Engine, EngineConfig
 from attnkit.training.lm import LMTask
 
@@ -156,7 +156,7 @@ def test_a_used_folder_needs_resume_or_overwrite(tmp_path, capsys):
     assert _train(run, 1, "--overwrite", "--cell", "rnn") == 0
     assert json.loads((run / "config.json").read_text())["cell"] == "rnn"
     # a checkpoint of the layout before the one format cannot be resumed, but still loads
-    from attnkit.training.lm import load_lm_checkpoint
+    from attnkit.inference.loading import load_lm_checkpoint
 
     model, vocab, cfg = load_lm_checkpoint(run)
     for name in list(run.iterdir()):

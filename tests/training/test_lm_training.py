@@ -13,15 +13,11 @@ from torch import nn
 import attnkit.cli
 from attnkit.cli import main
 from attnkit.data.lm import LMDataLoader, load_corpus
+from attnkit.inference.generation import generate
+from attnkit.inference.loading import load_lm_checkpoint
 from attnkit.metrics import perplexity
 from attnkit.models.rnn import build_lm
-from attnkit.training.lm import (
-    generate,
-    load_lm_checkpoint,
-    save_lm_checkpoint,
-    train_epoch,
-    train_lm,
-)
+from attnkit.training.lm import save_lm_checkpoint, train_epoch, train_lm
 from attnkit.training.optim import clip_gradients, make_optimizer
 
 TEXT = ["the time traveller for so it will be convenient to speak of him"] * 8

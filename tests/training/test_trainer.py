@@ -8,9 +8,10 @@ import math
 import pytest
 import torch
 
+from attnkit import checkpoint as ckpt
+from attnkit.checkpoint import load_checkpoint, read_checkpoint_config
 from attnkit.data.translation import TranslationData
-from attnkit.training import checkpoint as ckpt
-from attnkit.training.checkpoint import load_checkpoint, load_model, read_checkpoint_config
+from attnkit.inference.loading import load_model
 from attnkit.training.optim import lr_at
 from attnkit.training.translation import TrainConfig, Trainer
 

@@ -247,12 +247,13 @@ def run_train(a: argparse.Namespace) -> int:
 def _train(a: argparse.Namespace, rank: int, world: int) -> int:
     import matplotlib.pyplot as plt
 
+    from attnkit.checkpoint import atomic_write
     from attnkit.data.lm import load_lm_data
+    from attnkit.inference.generation import generate
     from attnkit.metrics import perplexity
     from attnkit.models.rnn import build_lm
-    from attnkit.training.checkpoint import atomic_write
     from attnkit.training.engine import Engine, EngineConfig
-    from attnkit.training.lm import LMHistory, LMTask, generate
+    from attnkit.training.lm import LMHistory, LMTask
     from attnkit.viz import plot_curves
 
     say = print if rank == 0 else (lambda *args, **kwargs: None)
@@ -369,7 +370,8 @@ def _train(a: argparse.Namespace, rank: int, world: int) -> int:
 
 
 def run_generate(a: argparse.Namespace) -> int:
-    from attnkit.training.lm import generate, load_lm_checkpoint
+    from attnkit.inference.generation import generate
+    from attnkit.inference.loading import load_lm_checkpoint
 
     if a.num_preds < 0:
         raise ValueError(f"--num-preds must be >= 0, got {a.num_preds}")

@@ -269,10 +269,10 @@ def run_train(args: argparse.Namespace) -> int:
     import torch
 
     from attnkit import distributed
+    from attnkit.checkpoint import read_checkpoint_config
     from attnkit.data.subword import SubwordTokenizer
     from attnkit.data.translation import load_translation_data
     from attnkit.models.registry import arch_config, build_model
-    from attnkit.training.checkpoint import read_checkpoint_config
     from attnkit.training.presets import preset_settings
     from attnkit.training.translation import TrainConfig, Trainer
 

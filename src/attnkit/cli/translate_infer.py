@@ -19,8 +19,8 @@ __all__ = ["check_device", "run_average", "run_eval", "run_run"]
 
 
 def run_average(args: argparse.Namespace) -> int:
+    from attnkit.checkpoint import read_checkpoint_config
     from attnkit.training.averaging import average_checkpoint
-    from attnkit.training.checkpoint import read_checkpoint_config
 
     if args.last < 1:
         raise ValueError(f"--last must be at least 1 (snapshots to average), got {args.last}")
@@ -37,8 +37,8 @@ def run_average(args: argparse.Namespace) -> int:
 def run_eval(args: argparse.Namespace) -> int:
     from attnkit.data.subword import SubwordTokenizer
     from attnkit.data.translation import load_translation_data
+    from attnkit.inference.loading import load_model
     from attnkit.inference.translator import Translator
-    from attnkit.training.checkpoint import load_model
 
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be at least 1 (sentences to score), got {args.limit}")

@@ -14,8 +14,8 @@ import torch
 from attnkit.d2l.utils import book_data_dir
 from attnkit.data import lm as _lm
 from attnkit.data import text as _text
+from attnkit.inference.generation import generate as _generate
 from attnkit.models import rnn as _rnn
-from attnkit.training import lm as _lmtrain
 
 tokenize = _text.tokenize
 Vocab = _text.Vocab
@@ -87,4 +87,4 @@ class RNNModel(_rnn.RNNLM):
 
 def predict_ch8(prefix, num_preds, net, vocab, device):
     """Greedy continuation of ``prefix`` (unknown prefix characters raise ValueError)."""
-    return _lmtrain.generate(net, vocab, prefix, num_preds, device=device)
+    return _generate(net, vocab, prefix, num_preds, device=device)

@@ -195,7 +195,7 @@ class SubwordTokenizer:
     def save(self, directory: str | os.PathLike) -> dict[str, Any]:
         """Write the model file(s) into ``directory`` (atomically, content-addressed names,
         so an older checkpoint's files stay valid); return the record for config.json."""
-        from attnkit.training.checkpoint import atomic_write
+        from attnkit.checkpoint import atomic_write
 
         directory = Path(directory)
         files = self._files()

@@ -138,7 +138,7 @@ class Translator:
     def load(cls, checkpoint_dir: str | os.PathLike, device: str = "cpu") -> Translator:
         """The translator saved in ``checkpoint_dir`` (its tokenizer files included)."""
         from attnkit.data.translation import TranslationData
-        from attnkit.training.checkpoint import load_model
+        from attnkit.inference.loading import load_model
 
         model, cfg = load_model(checkpoint_dir, device)
         data = TranslationData.from_dict(cfg["data"], checkpoint_dir)

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from attnkit.training.checkpoint import atomic_write, read_checkpoint_config, save_checkpoint
+from attnkit.checkpoint import atomic_write, read_checkpoint_config, save_checkpoint
 from attnkit.training.snapshots import INDEX_NAME, SNAPSHOT_DIR, read_index
 
 __all__ = ["average_checkpoint", "average_state_dicts", "list_snapshots"]

@@ -50,7 +50,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from attnkit.training.checkpoint import get_rng_state, set_rng_state
+from attnkit.checkpoint import get_rng_state, set_rng_state
 from attnkit.training.config import EngineConfig
 from attnkit.training.engine_state import EngineState
 from attnkit.training.engine_step import GradientSteps
@@ -61,13 +61,14 @@ from attnkit.training.optim import (
 )
 from attnkit.training.snapshots import Snapshots
 from attnkit.training.stop import StopSignals
-from attnkit.training.task import StepLoss, Task
+from attnkit.training.task import StepLoss, Task, TaskContext
 
 __all__ = [
     "Engine",
     "EngineConfig",
     "StepLoss",
     "Task",
+    "TaskContext",
     "TrainingInterrupted",
     "distributed_rank",
 ]
@@ -137,6 +138,7 @@ class Engine(GradientSteps, EngineState):
         if not isinstance(config, EngineConfig):
             raise TypeError(f"config must be an EngineConfig, got {type(config).__name__}")
         self.config, self.task = config, task
+        self.context = TaskContext(self)  # what the task's hooks see
         self.rank, self.world_size = distributed_rank(rank, world_size)
         self.is_main = self.rank == 0
         self.device = torch.device(config.device)
@@ -257,8 +259,8 @@ class Engine(GradientSteps, EngineState):
                 if i < skip:  # the batches of an epoch are a function of its loader state
                     continue
                 if stopping:  # asked during the previous step, and the epoch is not over
-                    self._saved_carry = self.task.save_carry(carry, self)
-                    self._all_reduce(totals)
+                    self._saved_carry = self.task.save_carry(carry, self.context)
+                    self.all_reduce(totals)
                     seconds = seconds_before + time.perf_counter() - start
                     self.partial = (float(totals[0]), float(totals[1]), seconds)
                     of = f"/{total}" if total is not None else ""
@@ -292,7 +294,7 @@ class Engine(GradientSteps, EngineState):
             if bar is not None:
                 bar.close()
             self._bar = None
-        self._all_reduce(totals)
+        self.all_reduce(totals)
         seconds = seconds_before + time.perf_counter() - start
         if float(totals[1]) == 0:
             raise ValueError(f"epoch {epoch + 1} had no batches with tokens; is the data empty?")
@@ -363,12 +365,12 @@ class Engine(GradientSteps, EngineState):
 
     def _add_row(self, row: dict[str, float], force: bool = False) -> None:
         """Evaluate, append the history row, print its line (every log_every-th, or forced)."""
-        row.update(self.task.evaluate(self))
+        row.update(self.task.evaluate(self.context))
         for key, value in row.items():
             self.history.setdefault(key, []).append(value)
         every = self.config.log_every
         if every and (len(self.history["epoch"]) % every == 0 or force):
-            line = self.task.epoch_line(self, row)
+            line = self.task.epoch_line(self.context, row)
             if line:
                 self.log(line)
 
@@ -394,7 +396,7 @@ class Engine(GradientSteps, EngineState):
             if cfg.out_dir is not None:
                 self.save()  # every epoch, evaluated or not
             if self.is_main:
-                self.task.end_epoch(self, last)
+                self.task.end_epoch(self.context, last)
             if self._stopping_at_end == "signal" and not last:  # asked in the last batch
                 raise TrainingInterrupted(f"the end of epoch {self.epoch}")
             if budget:
@@ -410,6 +412,7 @@ class Engine(GradientSteps, EngineState):
         else:
             print(line, flush=True)
 
-    def _all_reduce(self, t: Tensor) -> None:
+    def all_reduce(self, t: Tensor) -> None:
+        """Sum ``t`` over the ranks in place (nothing on one process)."""
         if self.world_size > 1:
             dist.all_reduce(t)

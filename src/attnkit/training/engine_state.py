@@ -4,7 +4,7 @@ The trainer state (``state_dict``): optimizer, step, epoch and position in it, t
 totals and carried state of an interrupted epoch, the loader's RNG state at the epoch's
 start, every rank's torch/Python/NumPy RNG states and the training seconds so far. With the
 model's weights and ``checkpoint_config`` (the task's fields, position, history) it is one
-checkpoint folder (``attnkit.training.checkpoint``); ``resume`` continues from it exactly.
+checkpoint folder (``attnkit.checkpoint``); ``resume`` continues from it exactly.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from attnkit.training.checkpoint import (
+from attnkit.checkpoint import (
     CONFIG_NAME,
     get_rng_state,
     load_checkpoint,
@@ -67,13 +67,13 @@ class EngineState:
         if state.get("loader") is not None:
             self.task.set_loader_state(state["loader"])
         saved = state.get("carry")
-        self.carry = self.task.load_carry(saved, self) if saved is not None else None
+        self.carry = self.task.load_carry(saved, self.context) if saved is not None else None
         self._saved_carry = saved
 
     def checkpoint_config(self) -> dict[str, Any]:
         return {
             "task": self.task.name,
-            **self.task.checkpoint_config(self),
+            **self.task.checkpoint_config(self.context),
             "epoch": self.epoch,
             "step": self.step,
             "batch_in_epoch": self.batch_in_epoch,

@@ -37,7 +37,7 @@ class GradientSteps:
         Returns (summed loss, tokens, carry), detached, no host sync.
         """
         with self._autocast():
-            out = self.task.loss(self, batch, carry)
+            out = self.task.loss(self.context, batch, carry)
         if out.loss_sum.dtype in (torch.bfloat16, torch.float16):
             out.loss_sum = out.loss_sum.float()
         tokens = torch.as_tensor(out.tokens, device=out.loss_sum.device)

@@ -1,4 +1,4 @@
-"""Language modelling on the engine (the book's ``train_ch8``), checkpoints and sampling.
+"""Language modelling on the engine (the book's ``train_ch8``) and its checkpoints.
 
 Shape legend: B batch, T steps, V vocabulary.
 
@@ -28,36 +28,26 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 
+from attnkit.checkpoint import save_checkpoint
 from attnkit.data.text import Vocab
+from attnkit.inference.generation import model_device
+from attnkit.inference.loading import MODEL_KEYS
 from attnkit.metrics import perplexity
-from attnkit.models.rnn import RNNLM, build_lm
-from attnkit.training.checkpoint import (
-    CONFIG_NAME,
-    is_legacy_lm_checkpoint,
-    load_checkpoint,
-    load_model_state,
-    save_checkpoint,
-)
-from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task
+from attnkit.models.rnn import RNNLM
+from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task, TaskContext
 
 __all__ = [
-    "MODEL_KEYS",
     "EpochStats",
     "LMHistory",
     "LMTask",
     "detach_state",
-    "generate",
-    "load_lm_checkpoint",
     "save_lm_checkpoint",
     "train_epoch",
     "train_lm",
 ]
-
-# config keys that define the model (the rest is informational)
-MODEL_KEYS = ("cell", "num_hiddens", "num_layers", "bidirectional", "scratch", "reset_after")
 
 
 @dataclass
@@ -128,29 +118,29 @@ class LMTask(Task):
     def batches(self, epoch: int, rank: int, world_size: int):
         return self.data_iter  # a loader built for this rank (LMDataLoader(rank=, world_size=))
 
-    def loss(self, engine: Engine, batch, carry) -> StepLoss:
+    def loss(self, ctx: TaskContext, batch, carry) -> StepLoss:
         X, Y = batch  # (B, T), (B, T)
-        device = engine.device
+        device = ctx.device
         if carry is None or self.use_random_iter:
-            state = _module(engine.net).begin_state(batch_size=X.shape[0], device=device)
+            state = _module(ctx.net).begin_state(batch_size=X.shape[0], device=device)
         else:
             state = detach_state(carry)
         y = Y.T.reshape(-1).to(device).long()  # (T*B,), time-major like the logits
-        y_hat, state = engine.net(X.to(device), state)  # (T*B, V)
+        y_hat, state = ctx.net(X.to(device), state)  # (T*B, V)
         n = y.numel()
         if self.loss_fn is None:
             return StepLoss(F.cross_entropy(y_hat, y, reduction="sum"), n, carry=state)
         mean = self.loss_fn(y_hat, y).mean()
         return StepLoss(mean * n, n, carry=state)  # the objective: mean * n / n
 
-    def epoch_line(self, engine: Engine, row: dict[str, float]) -> str:
+    def epoch_line(self, ctx: TaskContext, row: dict[str, float]) -> str:
         return (
-            f"epoch {row['epoch']}/{engine.config.epochs}: perplexity "
+            f"epoch {row['epoch']}/{ctx.config.epochs}: perplexity "
             f"{perplexity(row['train_loss']):.2f}, {row['tokens_per_s']:,.0f} tokens/s"
         )
 
-    def checkpoint_config(self, engine: Engine) -> dict[str, Any]:
-        config = {**self.run_config, "epochs_done": engine.epoch}
+    def checkpoint_config(self, ctx: TaskContext) -> dict[str, Any]:
+        config = {**self.run_config, "epochs_done": ctx.epoch}
         if self.vocab is not None:
             config["vocab"] = self.vocab.to_dict()
         return config
@@ -184,10 +174,10 @@ class LMTask(Task):
         rng.setstate((int(version), tuple(int(x) for x in internal), gauss))
 
     # the carried hidden state, as global batch rows (rank r holds rows r, r + world, ...)
-    def save_carry(self, carry, engine: Engine) -> Any:
+    def save_carry(self, carry, ctx: TaskContext) -> Any:
         if carry is None or self.use_random_iter:
             return None
-        dim, rank, world = self._batch_dim(engine), engine.rank, engine.world_size
+        dim, rank, world = self._batch_dim(ctx), ctx.rank, ctx.world_size
         if world == 1:
             return _map_state(carry, lambda s: s.detach().cpu().clone())
 
@@ -204,21 +194,21 @@ class LMTask(Task):
 
         return _map_state(carry, gather)
 
-    def load_carry(self, saved, engine: Engine) -> Any:
+    def load_carry(self, saved, ctx: TaskContext) -> Any:
         if self.use_random_iter:
             return None
-        dim, rank, world = self._batch_dim(engine), engine.rank, engine.world_size
+        dim, rank, world = self._batch_dim(ctx), ctx.rank, ctx.world_size
 
         def take(s: Tensor) -> Tensor:
             idx = torch.arange(rank, s.shape[dim], world)
-            return s.index_select(dim, idx).to(engine.device)
+            return s.index_select(dim, idx).to(ctx.device)
 
         return _map_state(saved, take)
 
     @staticmethod
-    def _batch_dim(engine: Engine) -> int:
+    def _batch_dim(ctx: TaskContext) -> int:
         """The batch dimension of the model's state (where begin_state(1) and (2) differ)."""
-        model = _module(engine.net)
+        model = _module(ctx.net)
         one = model.begin_state(batch_size=1, device="cpu")
         two = model.begin_state(batch_size=2, device="cpu")
         one = one[0] if isinstance(one, tuple | list) else one
@@ -227,13 +217,6 @@ class LMTask(Task):
         if len(dims) != 1:
             raise ValueError(f"cannot tell the batch dimension of states {one.shape}/{two.shape}")
         return dims[0]
-
-
-def _device_of(model, device) -> torch.device:
-    if device is not None:
-        return torch.device(device)
-    params = list(model.parameters()) if isinstance(model, nn.Module) else list(model.params)
-    return params[0].device if params else torch.device("cpu")
 
 
 def train_lm(
@@ -261,7 +244,7 @@ def train_lm(
         raise ValueError(f"num_epochs must be a positive int, got {num_epochs!r}")
     config = EngineConfig(
         epochs=num_epochs, lr=lr, clip=clip, optimizer=optimizer, seed=None,
-        device=str(_device_of(model, device)), progress=progress,
+        device=str(model_device(model, device)), progress=progress,
         log_every=max(1, num_epochs // 20) if progress else 0,
     )  # fmt: skip
     task = LMTask(data_iter, use_random_iter=use_random_iter, loss=loss)
@@ -285,7 +268,7 @@ def train_epoch(
     batch size (called with 1 because the loss is already a mean).
     """
     config = EngineConfig(
-        epochs=1, clip=clip, seed=None, device=str(_device_of(model, device)), progress=False
+        epochs=1, clip=clip, seed=None, device=str(model_device(model, device)), progress=False
     )
     task = LMTask(data_iter, use_random_iter=use_random_iter, loss=loss)
     stats = Engine(model, task, config, optimizer=updater).train_epoch()
@@ -310,136 +293,3 @@ def save_lm_checkpoint(
         raise ValueError(f"config lacks the model keys {missing}; expected all of {MODEL_KEYS}")
     record = {"task": LMTask.name, **config, "vocab": vocab.to_dict()}
     return save_checkpoint(directory, record, model.state_dict())
-
-
-def load_lm_checkpoint(
-    directory: str | os.PathLike, device: torch.device | str = "cpu"
-) -> tuple[RNNLM, Vocab, dict[str, Any]]:
-    """Rebuild the model of an ``attnkit lm train`` checkpoint and load its weights.
-
-    Returns ``(model, vocab, config)``, the model in eval mode on ``device``. Reads the
-    one checkpoint format (sha256-checked, ``weights_only``) and the layout before it
-    (``model.pt``, ``config.json`` with a ``cell``, ``vocab.json``).
-    """
-    directory = Path(directory)
-    cfg_path = directory / CONFIG_NAME
-    legacy = None
-    if cfg_path.is_file():
-        try:
-            legacy = json.loads(cfg_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            legacy = None  # load_checkpoint names the problem
-    if is_legacy_lm_checkpoint(directory, legacy):
-        return _load_legacy_lm(directory, legacy, device)
-    if not cfg_path.is_file():
-        raise FileNotFoundError(
-            f"{str(cfg_path)!r} not found: --checkpoint must be a folder written by "
-            "`attnkit lm train --out DIR`"
-        )
-    ck = load_checkpoint(directory, map_location=device, trainer=False, task="lm")
-    config = ck.config
-    missing = [k for k in (*MODEL_KEYS, "vocab") if k not in config]
-    if missing:
-        raise ValueError(f"checkpoint {directory} lacks {missing} in {CONFIG_NAME}")
-    vocab = Vocab.from_dict(config["vocab"])
-    model = _build(config, len(vocab))
-    load_model_state(model, ck.model_state, directory)
-    return model.to(device).eval(), vocab, config
-
-
-def _build(config: dict[str, Any], vocab_size: int) -> RNNLM:
-    return build_lm(
-        config["cell"], vocab_size, config["num_hiddens"], config["num_layers"],
-        config["bidirectional"], config["scratch"], reset_after=config["reset_after"],
-    )  # fmt: skip
-
-
-def _load_legacy_lm(directory: Path, config: dict, device) -> tuple[RNNLM, Vocab, dict]:
-    """The layout before the one format: model.pt (state_dict), config.json, vocab.json."""
-    for name in ("model.pt", "vocab.json"):
-        if not (directory / name).is_file():
-            raise FileNotFoundError(
-                f"{str(directory / name)!r} not found: {directory} is an incomplete language-"
-                "model checkpoint of the old layout; train it again with `attnkit lm train`"
-            )
-    vocab = Vocab.from_dict(json.loads((directory / "vocab.json").read_text(encoding="utf-8")))
-    model = _build(config, len(vocab))
-    try:
-        state = torch.load(directory / "model.pt", map_location=device, weights_only=True)
-    except Exception as e:  # unpickling errors of every kind
-        raise ValueError(f"could not load {directory / 'model.pt'}: {e}") from None
-    load_model_state(model, state, directory)
-    return model.to(device).eval(), vocab, config
-
-
-# ----------------------------------------------------------------------------- sampling
-
-
-def _prefix_tokens(prefix: str, vocab: Vocab, token: str, unknown: str) -> list[str]:
-    if not isinstance(prefix, str):
-        raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
-    toks = list(prefix) if token == "char" else prefix.split()
-    if not toks:
-        raise ValueError(f"prefix must contain at least one {token} token, got {prefix!r}")
-    missing = sorted({t for t in toks if t not in vocab})
-    if missing and unknown == "error":
-        raise ValueError(
-            f"prefix {prefix!r} has tokens outside the vocabulary: {missing}; expected tokens "
-            f"from the {len(vocab)}-token vocabulary (e.g. {vocab.idx_to_token[1:8]}). "
-            "Normalize the prefix like the corpus, or pass unknown='unk' to map them to <unk>"
-        )
-    if unknown not in ("error", "unk"):
-        raise ValueError(f"unknown must be 'error' or 'unk', got {unknown!r}")
-    return toks
-
-
-@torch.no_grad()
-def generate(
-    model,
-    vocab: Vocab,
-    prefix: str,
-    num_preds: int = 50,
-    *,
-    temperature: float = 0.0,
-    device: torch.device | str | None = None,
-    generator: torch.Generator | None = None,
-    token: str = "char",
-    unknown: str = "error",
-) -> str:
-    """Warm up on ``prefix`` one token at a time, then predict ``num_preds`` tokens.
-
-    ``temperature == 0`` is greedy (argmax, the book's ``predict_ch8``); ``> 0`` samples
-    from ``softmax(logits / temperature)`` with ``generator``. Tokens of the prefix
-    outside the vocabulary raise ``ValueError`` (``unknown='unk'`` maps them to <unk>).
-    Returns the prefix followed by the prediction (words joined by spaces).
-    """
-    if isinstance(num_preds, bool) or not isinstance(num_preds, int) or num_preds < 0:
-        raise ValueError(f"num_preds must be a non-negative int, got {num_preds!r}")
-    if not temperature >= 0:
-        raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
-    toks = _prefix_tokens(prefix, vocab, token, unknown)
-    device = _device_of(model, device)
-    was_training = isinstance(model, nn.Module) and model.training
-    if isinstance(model, nn.Module):
-        model.eval()
-    try:
-        state = model.begin_state(batch_size=1, device=device)
-        outputs = [vocab[toks[0]]]
-        for tok in toks[1:]:  # warm-up: feed the prefix, keep the state
-            _, state = model(torch.tensor([[outputs[-1]]], device=device), state)
-            outputs.append(vocab[tok])
-        for _ in range(num_preds):
-            logits, state = model(torch.tensor([[outputs[-1]]], device=device), state)  # (1, V)
-            if temperature == 0:
-                nxt = int(logits.argmax(dim=1).reshape(()))
-            else:
-                probs = torch.softmax(logits.reshape(-1).float() / temperature, dim=0).cpu()
-                nxt = int(torch.multinomial(probs, 1, generator=generator))
-            outputs.append(nxt)
-    finally:
-        if was_training:
-            model.train()
-    words = vocab.to_tokens(outputs)
-    if token == "char":
-        return prefix + "".join(words[len(toks) :])
-    return " ".join([*toks, *words[len(toks) :]])

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from attnkit.training.checkpoint import atomic_write
+from attnkit.checkpoint import atomic_write
 
 __all__ = ["INDEX_NAME", "SNAPSHOT_DIR", "Snapshots", "read_index"]
 

@@ -1,8 +1,11 @@
-"""The task adapter interface of the training engine: ``Task`` and the ``StepLoss`` it returns.
+"""The task adapter interface of the training engine: ``Task``, the ``StepLoss`` it returns
+and the ``TaskContext`` it is given.
 
 A task says what a batch is and what its loss is (``batches``, ``loss``); the rest is
 optional: evaluation metrics, the epoch line, plots, the fields a checkpoint records and
-checks on resume, the data loader's RNG state and a state carried between batches.
+checks on resume, the data loader's RNG state and a state carried between batches. Every
+hook receives a ``TaskContext``: the model to call, the device, the rank and world size,
+the configuration, the progress and a sum over ranks; not the engine itself.
 """
 
 from __future__ import annotations
@@ -11,12 +14,64 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from torch import Tensor
+import torch
+from torch import Tensor, nn
 
 if TYPE_CHECKING:
+    from attnkit.training.config import EngineConfig
     from attnkit.training.engine import Engine
 
-__all__ = ["StepLoss", "Task"]
+__all__ = ["StepLoss", "Task", "TaskContext"]
+
+
+class TaskContext:
+    """What a task sees of the engine that runs it (read-only, always current).
+
+    ``net``: the module to call (DDP-wrapped under DDP); ``model``: the bare model (for
+    its attributes, evaluation, saving); ``device``; ``rank`` and ``world_size``;
+    ``config`` (the ``EngineConfig``); ``epoch`` (epochs done) and ``history`` (the rows
+    so far); ``all_reduce(t)`` sums a tensor over ranks in place (nothing on one process).
+    """
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    @property
+    def net(self) -> nn.Module:
+        return self._engine.net
+
+    @property
+    def model(self) -> nn.Module:
+        return self._engine.model
+
+    @property
+    def device(self) -> torch.device:
+        return self._engine.device
+
+    @property
+    def rank(self) -> int:
+        return self._engine.rank
+
+    @property
+    def world_size(self) -> int:
+        return self._engine.world_size
+
+    @property
+    def config(self) -> EngineConfig:
+        return self._engine.config
+
+    @property
+    def epoch(self) -> int:
+        return self._engine.epoch
+
+    @property
+    def history(self) -> dict[str, list[float]]:
+        return self._engine.history
+
+    def all_reduce(self, tensor: Tensor) -> None:
+        self._engine.all_reduce(tensor)
 
 
 @dataclass
@@ -47,23 +102,23 @@ class Task:
         or of the loader state that ``loader_state`` returns)."""
         raise NotImplementedError
 
-    def loss(self, engine: Engine, batch, carry) -> StepLoss:
+    def loss(self, ctx: TaskContext, batch, carry) -> StepLoss:
         raise NotImplementedError
 
-    def evaluate(self, engine: Engine) -> dict[str, float]:
+    def evaluate(self, ctx: TaskContext) -> dict[str, float]:
         """Metrics for the history row (collectives allowed: every rank calls it)."""
         return {}
 
-    def epoch_line(self, engine: Engine, row: dict[str, float]) -> str | None:
+    def epoch_line(self, ctx: TaskContext, row: dict[str, float]) -> str | None:
         return (
-            f"epoch {row['epoch']}/{engine.config.epochs}: train loss {row['train_loss']:.3f}, "
+            f"epoch {row['epoch']}/{ctx.config.epochs}: train loss {row['train_loss']:.3f}, "
             f"{row['tokens_per_s']:,.0f} tokens/s"
         )
 
-    def end_epoch(self, engine: Engine, last: bool) -> None:
+    def end_epoch(self, ctx: TaskContext, last: bool) -> None:
         """After the epoch's checkpoint (rank 0 only): plots and the like."""
 
-    def checkpoint_config(self, engine: Engine) -> dict[str, Any]:
+    def checkpoint_config(self, ctx: TaskContext) -> dict[str, Any]:
         """JSON fields this task records in config.json (what rebuilds and resumes it)."""
         return {}
 
@@ -77,9 +132,9 @@ class Task:
     def set_loader_state(self, state: Any) -> None:
         pass
 
-    def save_carry(self, carry, engine: Engine) -> Any:
+    def save_carry(self, carry, ctx: TaskContext) -> Any:
         """The carried state to save mid-epoch (every rank calls it: may gather), or None."""
         return None
 
-    def load_carry(self, saved, engine: Engine) -> Any:
+    def load_carry(self, saved, ctx: TaskContext) -> Any:
         return None

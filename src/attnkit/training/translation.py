@@ -34,7 +34,14 @@ from torch.utils.data import DataLoader, RandomSampler, TensorDataset, default_c
 from attnkit.inference.scoring import split_texts, translate_and_score
 from attnkit.metrics import bleu_from_stats
 from attnkit.models.seq2seq import EncoderDecoder
-from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task, TrainingInterrupted
+from attnkit.training.engine import (
+    Engine,
+    EngineConfig,
+    StepLoss,
+    Task,
+    TaskContext,
+    TrainingInterrupted,
+)
 from attnkit.training.losses import masked_cross_entropy
 
 __all__ = [
@@ -197,7 +204,7 @@ class PaddedPairsTask(Task):
     def set_loader_state(self, state) -> None:
         self._batches.generator.set_state(state)
 
-    def checkpoint_config(self, engine: Engine) -> dict[str, Any]:
+    def checkpoint_config(self, ctx: TaskContext) -> dict[str, Any]:
         shuffled = isinstance(getattr(self._batches, "sampler", None), RandomSampler)
         if shuffled and getattr(self._batches, "generator", None) is None:
             raise ValueError(
@@ -207,18 +214,18 @@ class PaddedPairsTask(Task):
             )
         return {}
 
-    def loss(self, engine: Engine, batch, carry) -> StepLoss:
+    def loss(self, ctx: TaskContext, batch, carry) -> StepLoss:
         src, src_len, tgt, tgt_len = batch.astuple() if hasattr(batch, "astuple") else batch
         padded_len = tgt.shape[1]
         if self.trim_source:
             src = trim_padding(src, src_len)
         tgt = trim_padding(tgt, tgt_len)
-        device = engine.device
+        device = ctx.device
         src, src_len, tgt, tgt_len = (
             t.to(device, non_blocking=True) for t in (src, src_len, tgt, tgt_len)
         )
         loss_sum = teacher_forcing_loss(
-            engine.net, src, src_len, tgt, tgt_len, self.bos_id, "sum", self.label_smoothing
+            ctx.net, src, src_len, tgt, tgt_len, self.bos_id, "sum", self.label_smoothing
         )
         tokens = tgt_len.sum()
         if self.reduction == "per_sequence_sum":
@@ -255,14 +262,14 @@ class TranslationTask(PaddedPairsTask):
             rank=rank, world_size=world_size,
         )  # fmt: skip
 
-    def evaluate(self, engine: Engine) -> dict[str, float]:
+    def evaluate(self, ctx: TaskContext) -> dict[str, float]:
         # no validation split (val_fraction=0): NaN, so every column has one entry per row
         if len(self.data.val) == 0:
             return {"val_loss": math.nan, "val_bleu": math.nan}
-        metrics = evaluate_split(engine, self.data, "val", self.config.bleu_sentences)
+        metrics = evaluate_split(ctx, self.data, "val", self.config.bleu_sentences)
         return {"val_loss": metrics["loss"], "val_bleu": metrics["bleu"]}
 
-    def epoch_line(self, engine: Engine, row: dict[str, float]) -> str:
+    def epoch_line(self, ctx: TaskContext, row: dict[str, float]) -> str:
         cfg = self.config
         # the train loss includes label smoothing, the validation loss does not
         smoothed = f" (label smoothing {cfg.label_smoothing:g})" if cfg.label_smoothing else ""
@@ -276,12 +283,12 @@ class TranslationTask(PaddedPairsTask):
             f"{val}{row['tokens_per_s']:,.0f} tokens/s"
         )
 
-    def end_epoch(self, engine: Engine, last: bool) -> None:
+    def end_epoch(self, ctx: TaskContext, last: bool) -> None:
         cfg = self.config
-        if cfg.out_dir is not None and (last or engine.epoch % (10 * cfg.eval_every) == 0):
-            plot_history(engine.history, Path(cfg.out_dir) / "curves.png", self.arch)
+        if cfg.out_dir is not None and (last or ctx.epoch % (10 * cfg.eval_every) == 0):
+            plot_history(ctx.history, Path(cfg.out_dir) / "curves.png", self.arch)
 
-    def checkpoint_config(self, engine: Engine) -> dict[str, Any]:
+    def checkpoint_config(self, ctx: TaskContext) -> dict[str, Any]:
         return {
             "arch": self.arch,
             "model_config": self.model_config,
@@ -343,7 +350,7 @@ class Trainer(Engine):
 
     def evaluate(self, split: str = "val", max_sentences: int | None = None) -> dict[str, float]:
         """Mean token loss (teacher forcing) and corpus BLEU of greedy decodes on ``split``."""
-        return evaluate_split(self, self.data, split, max_sentences)
+        return evaluate_split(self.context, self.data, split, max_sentences)
 
     def plot(self, path: str | Path) -> None:
         plot_history(self.history, path, self.arch)
@@ -351,7 +358,7 @@ class Trainer(Engine):
 
 @torch.no_grad()
 def evaluate_split(
-    engine: Engine, data, split: str = "val", max_sentences: int | None = None
+    ctx: TaskContext, data, split: str = "val", max_sentences: int | None = None
 ) -> dict[str, float]:
     """Mean token loss (teacher forcing) and corpus BLEU of greedy decodes on ``split``.
 
@@ -362,9 +369,9 @@ def evaluate_split(
     all-reduced across ranks; each rank scores and decodes its share. An empty split
     gives NaN for both.
     """
-    model, device = engine.model, engine.device
-    rank, world = engine.rank, engine.world_size
-    cfg = engine.config
+    model, device = ctx.model, ctx.device
+    rank, world = ctx.rank, ctx.world_size
+    cfg = ctx.config
     batch_tokens = getattr(cfg, "batch_tokens", 1024)
     bos_id = data.tgt_vocab["<bos>"]
     was_training = model.training
@@ -384,8 +391,8 @@ def evaluate_split(
     max_len = getattr(cfg, "max_decode_len", None)
     _, share = translate_and_score(model, data, sources, refs, max_len=max_len)  # as eval does
     stats = torch.tensor(share, dtype=torch.float64, device=device)
-    engine._all_reduce(totals)
-    engine._all_reduce(stats)
+    ctx.all_reduce(totals)
+    ctx.all_reduce(stats)
     model.train(was_training)
     loss = float(totals[0] / totals[1]) if totals[1] > 0 else float("nan")
     bleu = bleu_from_stats(stats.tolist()) if stats[9] > 0 else float("nan")  # no references

@@ -229,7 +229,7 @@ class BookTask(Task):
         self.trainer.epoch = epoch
         return self.trainer.train_dataloader
 
-    def loss(self, engine, batch, carry):
+    def loss(self, ctx, batch, carry):
         t = self.trainer
         loss = t.model.training_step(t.prepare_batch(batch))
         if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
@@ -239,7 +239,7 @@ class BookTask(Task):
         t.train_batch_idx += 1
         return StepLoss(loss_sum=loss, tokens=1, denominator=1)
 
-    def evaluate(self, engine):
+    def evaluate(self, ctx):
         t = self.trainer
         if t.val_dataloader is None:
             return {}

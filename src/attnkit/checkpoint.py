@@ -18,7 +18,7 @@ rebuilds tensors and plain containers.
 
 Older formats: version 1 (translators before the task field) loads as a translation
 checkpoint; a language-model folder of the old layout (model.pt, config.json with a
-"cell", vocab.json) is recognised and named, see ``attnkit.training.lm``.
+"cell", vocab.json) is recognised and named, see ``attnkit.inference.loading``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ __all__ = [
     "atomic_write",
     "get_rng_state",
     "load_checkpoint",
-    "load_model",
     "load_model_state",
     "read_checkpoint_config",
     "save_checkpoint",
@@ -164,7 +163,7 @@ def read_checkpoint_config(
         raise ValueError(f"checkpoint {cfg_path} is corrupted (not valid JSON: {e})") from None
     legacy = is_legacy_lm_checkpoint(directory, config)
     if legacy:
-        config = {"task": "lm"}  # named below; attnkit.training.lm reads the old layout
+        config = {"task": "lm"}  # named below; attnkit.inference.loading reads the old layout
     elif not isinstance(config, dict) or config.get("format") != FORMAT:
         raise ValueError(f"{cfg_path} is not an attnkit checkpoint (format != {FORMAT!r})")
     elif config.get("version") not in (1, VERSION):
@@ -262,30 +261,6 @@ def set_rng_state(state: dict[str, Any]) -> None:
     )
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
-
-
-def load_model(directory: str | os.PathLike, device: str | torch.device = "cpu"):
-    """Rebuild the model of a checkpoint through the registry and load its weights.
-
-    Returns ``(model, config)`` with ``model`` in eval mode on ``device`` and ``config``
-    the parsed ``config.json``. Clear errors for an unknown arch or weights that do
-    not fit the recorded model config.
-    """
-    from attnkit.models.registry import build_model
-
-    ck = load_checkpoint(directory, map_location=device, trainer=False)
-    cfg = ck.config
-    for key in ("arch", "model_config", "data"):
-        if key not in cfg:
-            raise ValueError(f"checkpoint {directory} has no {key!r} in {CONFIG_NAME}")
-    data = cfg["data"]
-    try:
-        sizes = len(data["src_vocab"]["idx_to_token"]), len(data["tgt_vocab"]["idx_to_token"])
-    except (KeyError, TypeError):
-        raise ValueError(f"checkpoint {directory} has no vocabularies in {CONFIG_NAME}") from None
-    model = build_model(cfg["arch"], cfg["model_config"], *sizes)
-    load_model_state(model, ck.model_state, directory)
-    return model.to(device).eval(), cfg
 
 
 def load_model_state(

@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
+from attnkit.checkpoint import load_checkpoint, read_checkpoint_config, save_checkpoint
 from attnkit.models.transformer import TransformerConfig
-from attnkit.training.checkpoint import load_checkpoint, read_checkpoint_config, save_checkpoint
 
 
 @pytest.fixture
