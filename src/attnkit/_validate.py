@@ -1,25 +1,181 @@
-"""Argument checks shared by the public constructors: clear TypeError/ValueError messages."""
+"""The argument checks of every public boundary, written once.
+
+Each check returns the value (normalized: ``int``/``float``) or raises, naming the
+argument, what came and what was expected:
+
+- ``TypeError`` when the value has the wrong type (a str where a number belongs, a
+  ``bool`` where an int belongs: ``True`` is an int to Python, never to us);
+- ``ValueError`` when the type is right and the value is not (0 where >= 1 belongs,
+  ``nan``, a name outside the choices).
+
+``name`` is how the caller spells the argument (``"num_heads"``,
+``"TrainConfig.batch_tokens"``). Numpy integers and floats are accepted as ints and
+floats.
+"""
 
 from __future__ import annotations
 
+import math
 import numbers
+from collections.abc import Iterable
+from typing import Any
 
-__all__ = ["positive_int", "probability"]
+__all__ = [
+    "boolean",
+    "check_qkv",
+    "integer",
+    "non_negative_int",
+    "non_negative_number",
+    "one_of",
+    "optional",
+    "positive_int",
+    "positive_number",
+    "probability",
+    "real",
+]
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def integer(
+    name: str, value: object, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    """``value`` as an int in ``[minimum, maximum]`` (either bound may be None)."""
+    expected = _int_range(minimum, maximum)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be {expected}, got {value!r} ({_type_name(value)})")
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+    return int(value)
+
+
+def _int_range(minimum: int | None, maximum: int | None) -> str:
+    if minimum == 1 and maximum is None:
+        return "a positive int"
+    if minimum == 0 and maximum is None:
+        return "a non-negative int"
+    if minimum is not None and maximum is not None:
+        return f"an int in [{minimum}, {maximum}]"
+    if minimum is not None:
+        return f"an int >= {minimum}"
+    if maximum is not None:
+        return f"an int <= {maximum}"
+    return "an int"
 
 
 def positive_int(name: str, value: object) -> int:
-    """``value`` as an int if it is a positive integer (numpy ints too, never bool)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive int, got {value!r} ({type(value).__name__})")
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
+    """``value`` as an int >= 1 (numpy ints too, never bool)."""
+    return integer(name, value, minimum=1)
+
+
+def non_negative_int(name: str, value: object) -> int:
+    """``value`` as an int >= 0."""
+    return integer(name, value, minimum=0)
+
+
+def real(
+    name: str,
+    value: object,
+    *,
+    above: float | None = None,
+    at_least: float | None = None,
+    below: float | None = None,
+    at_most: float | None = None,
+    expected: str | None = None,
+) -> float:
+    """``value`` as a finite float, strictly ``above``/``below`` or inclusively
+    ``at_least``/``at_most`` the given bounds. ``expected`` words the requirement in
+    messages (default: built from the bounds)."""
+    if expected is None:
+        parts = [f"> {above:g}" if above is not None else None]
+        parts += [f">= {at_least:g}" if at_least is not None else None]
+        parts += [f"< {below:g}" if below is not None else None]
+        parts += [f"<= {at_most:g}" if at_most is not None else None]
+        bounds = " and ".join(p for p in parts if p)
+        expected = f"a finite number {bounds}".rstrip()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {expected}, got {value!r} ({_type_name(value)})")
+    x = float(value)
+    if (
+        not math.isfinite(x)
+        or (above is not None and not x > above)
+        or (at_least is not None and not x >= at_least)
+        or (below is not None and not x < below)
+        or (at_most is not None and not x <= at_most)
+    ):
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+    return x
+
+
+def positive_number(name: str, value: object) -> float:
+    """``value`` as a finite float > 0."""
+    return real(name, value, above=0.0, expected="a positive finite number")
+
+
+def non_negative_number(name: str, value: object) -> float:
+    """``value`` as a finite float >= 0."""
+    return real(name, value, at_least=0.0, expected="a finite number >= 0")
 
 
 def probability(name: str, value: object) -> float:
     """``value`` as a float if it is a dropout probability in [0, 1)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a float in [0, 1), got {value!r} ({type(value).__name__})")
+        raise TypeError(f"{name} must be a float in [0, 1), got {value!r} ({_type_name(value)})")
     if not 0.0 <= float(value) < 1.0:
         raise ValueError(f"{name} must be in [0, 1), got {value!r}")
     return float(value)
+
+
+def boolean(name: str, value: object) -> bool:
+    """``value`` if it is a bool (not 0/1, not a string)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {value!r} ({_type_name(value)})")
+    return value
+
+
+def one_of(name: str, value: object, choices: Iterable[Any]) -> Any:
+    """``value`` if it is one of ``choices`` (ValueError listing them otherwise)."""
+    choices = tuple(choices)
+    if value not in choices:
+        listed = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {listed}, got {value!r}")
+    return value
+
+
+def optional(check, name: str, value: object, *args: Any, **kwargs: Any) -> Any:
+    """``None``, or ``check(name, value, ...)``: ``optional(positive_int, "beam", beam)``."""
+    return None if value is None else check(name, value, *args, **kwargs)
+
+
+def check_qkv(queries: Any, keys: Any, values: Any, *, same_width: bool) -> None:
+    """The shapes every attention layer takes, checked in one place.
+
+    queries (B, Q, Dq), keys (B, K, Dk), values (B, K, Dv): floating 3-D tensors with one
+    batch size and as many keys as values; ``same_width``: dot-product scoring also needs
+    Dq == Dk.
+    """
+    import torch  # attnkit._validate stays importable without torch's cost
+
+    for arg, t in (("queries", queries), ("keys", keys), ("values", values)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{arg} must be a torch.Tensor, got {_type_name(t)}")
+        if t.dim() != 3:
+            raise ValueError(f"{arg} must be 3-D (B, T, D), got shape {tuple(t.shape)}")
+        if not t.is_floating_point():
+            raise TypeError(f"{arg} must be a floating-point tensor, got {t.dtype}")
+    if not queries.shape[0] == keys.shape[0] == values.shape[0]:
+        raise ValueError(
+            "queries, keys and values must share the batch size, got "
+            f"{queries.shape[0]}, {keys.shape[0]} and {values.shape[0]}"
+        )
+    if keys.shape[1] != values.shape[1]:
+        raise ValueError(
+            f"keys and values must have the same length K, got {keys.shape[1]} and {values.shape[1]}"
+        )
+    if same_width and queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(
+            "dot-product attention needs queries and keys of the same width D, got "
+            f"queries (..., {queries.shape[-1]}) and keys (..., {keys.shape[-1]})"
+        )

@@ -9,7 +9,7 @@ import torch
 from attnkit.attention.bilinear import BilinearAttention
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.recording import record_attention, recording
-from attnkit.attention.scoring import AdditiveAttention, DotProductAttention
+from attnkit.attention.single_head import AdditiveAttention, DotProductAttention
 
 
 def test_record_returns_the_weights_as_values():

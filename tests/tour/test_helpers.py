@@ -12,7 +12,7 @@ from attnkit.tour.base import TopicResult, timed
 from attnkit.tour.pooling import kernel_weights, nw_predict
 from attnkit.tour.positions import offset_matrix
 from attnkit.tour.recurrent import randomized_grad
-from attnkit.tour.scoring import softmax_jacobian_norm, vector_sum_weights
+from attnkit.tour.scoring_and_scaling import softmax_jacobian_norm, vector_sum_weights
 from attnkit.tour.selfattn import AdditiveMultiHead, head_entropy, matrix_form
 
 

@@ -229,7 +229,7 @@ def test_validation_bleu_decodes_sentences_spread_over_the_split(
 ):
     """Tatoeba's file is in length order: the first N pairs would all be the shortest."""
     import attnkit.training.translation as tr
-    from attnkit.inference.scoring import split_texts
+    from attnkit.inference.evaluation import split_texts
 
     assert tr.evenly_spaced(10, 3) == [0, 3, 6]
     assert tr.evenly_spaced(4, 9) == [0, 1, 2, 3]

@@ -16,7 +16,7 @@ from attnkit.attention.masking import (
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import PositionalEncoding, sinusoidal_table
 from attnkit.attention.recording import record_attention
-from attnkit.attention.scoring import AdditiveAttention, DotProductAttention, scaled_dot_product
+from attnkit.attention.single_head import AdditiveAttention, DotProductAttention, scaled_dot_product
 
 __all__ = [
     "AdditiveAttention",

@@ -30,7 +30,7 @@ from attnkit.attention import key_padding
 from attnkit.attention.kv_cache import KVCache
 from attnkit.attention.masking import attention_mask
 from attnkit.attention.recording import note_weights, recording
-from attnkit.attention.scoring import scaled_dot_product
+from attnkit.attention.single_head import scaled_dot_product
 
 __all__ = ["MultiHeadAttention"]
 

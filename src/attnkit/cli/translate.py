@@ -5,7 +5,7 @@
     attnkit translate eval --checkpoint runs/bahdanau              # test BLEU + chrF
     attnkit translate run --checkpoint runs/bahdanau "i lost ." --heatmap align.png
 
-``eval`` and ``run`` live in :mod:`attnkit.cli.translate_infer`; this module parses all
+``eval`` and ``run`` live in :mod:`attnkit.cli.translate_trained`; this module parses all
 three verbs and trains.
 Architectures come from the model registry (``attnkit.models.registry``): every field
 of every registered arch's config dataclass becomes a flag (``--num-hiddens 64``; a name
@@ -24,7 +24,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from attnkit.cli.translate_infer import check_device, run_average, run_eval, run_run
+from attnkit.cli.translate_trained import check_device, run_average, run_eval, run_run
 
 __all__ = ["register", "run_train"]
 

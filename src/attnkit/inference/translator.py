@@ -29,7 +29,7 @@ from attnkit.inference import decoding
 from attnkit.inference.attention_maps import AttentionMaps, attention_maps
 from attnkit.inference.attention_maps import merge_pieces as pieces_to_words
 from attnkit.inference.beam_search import BeamSearch
-from attnkit.inference.scoring import split_texts, translate_and_score
+from attnkit.inference.evaluation import split_texts, translate_and_score
 from attnkit.metrics import bleu_from_stats, bleu_signature, bleu_stats, corpus_chrf
 
 __all__ = [

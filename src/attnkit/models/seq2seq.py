@@ -40,7 +40,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.attention.masking import attention_mask
 from attnkit.attention.recording import note_weights
-from attnkit.attention.scoring import AdditiveAttention
+from attnkit.attention.single_head import AdditiveAttention
 
 __all__ = [
     "AttentionDecoder",

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from attnkit.serve.model_service import InputError, ModelService, escape_unencodable
-from attnkit.serve.nw import MAX_WIDTH, MIN_WIDTH, nadaraya_watson
+from attnkit.serve.nadaraya_watson import MAX_WIDTH, MIN_WIDTH, nadaraya_watson
 
 __all__ = ["create_app", "create_app_for_service"]
 

@@ -24,11 +24,15 @@ TOPICS: dict[str, tuple[str, str, str]] = {
         "kernel regression: five kernels, widths, convergence, the learned width",
     ),
     "scoring": (
-        "scoring",
+        "scoring_and_scaling",
         "scoring",
         "scoring exercises: random keys, the bilinear score, the vector-sum score",
     ),
-    "scaling": ("scoring", "scaling", "why 1/sqrt(d): q.k variance, softmax saturation, gradients"),
+    "scaling": (
+        "scoring_and_scaling",
+        "scaling",
+        "why 1/sqrt(d): q.k variance, softmax saturation, gradients",
+    ),
     "self-attention": (
         "selfattn",
         "self_attention",

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, RandomSampler, TensorDataset, default_collate
 
-from attnkit.inference.scoring import split_texts, translate_and_score
+from attnkit.inference.evaluation import split_texts, translate_and_score
 from attnkit.metrics import bleu_from_stats
 from attnkit.models.seq2seq import EncoderDecoder
 from attnkit.training.engine import (

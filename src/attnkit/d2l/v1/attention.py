@@ -6,7 +6,7 @@ integer key lengths, or a boolean mask broadcastable to (B, Q, K) (True = attend
 with no valid key gets zero weights (the book: uniform weights over its padding).
 
 The math is attnkit's (:func:`attnkit.attention.masked_softmax`,
-:func:`attnkit.attention.scoring.scaled_dot_product`); the layers are 1.0's lazy ones,
+:func:`attnkit.attention.single_head.scaled_dot_product`); the layers are 1.0's lazy ones,
 so ``state_dict`` keys are d2l 1.0.3's and load after a first forward. In training mode
 dot-product attention runs the fused kernel and keeps no ``attention_weights``; in eval
 mode it keeps them, shaped as the book's.
@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from attnkit.attention.masking import as_mask
 from attnkit.attention.masking import masked_softmax as _masked_softmax
-from attnkit.attention.scoring import scaled_dot_product
+from attnkit.attention.single_head import scaled_dot_product
 from attnkit.d2l.attention import DotProductAttention as _DotProductAttention
 from attnkit.d2l.attention import show_heatmaps
 from attnkit.d2l.v1.base import Module

@@ -11,34 +11,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnkit._validate import positive_int, probability
+from attnkit._validate import check_qkv, positive_int, probability
 from attnkit.attention.dropout import Dropout, dropout
 from attnkit.attention.masking import as_mask, masked_softmax
 from attnkit.attention.recording import note_weights, recording
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "scaled_dot_product"]
-
-
-def _check_qkv(queries: Tensor, keys: Tensor, values: Tensor, same_width: bool) -> None:
-    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
-        if not isinstance(t, Tensor) or not t.is_floating_point():
-            raise TypeError(f"{name} must be a floating-point tensor, got {getattr(t, 'dtype', t)}")
-        if t.dim() != 3:
-            raise ValueError(f"{name} must be 3-D (B, T, D), got shape {tuple(t.shape)}")
-    if not (queries.shape[0] == keys.shape[0] == values.shape[0]):
-        raise ValueError(
-            "queries, keys and values must share the batch size, got "
-            f"{queries.shape[0]}, {keys.shape[0]} and {values.shape[0]}"
-        )
-    if keys.shape[1] != values.shape[1]:
-        raise ValueError(
-            f"keys and values must have the same length K, got {keys.shape[1]} and {values.shape[1]}"
-        )
-    if same_width and queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(
-            "dot-product attention needs queries and keys of the same width D, got "
-            f"queries (..., {queries.shape[-1]}) and keys (..., {keys.shape[-1]})"
-        )
 
 
 def scaled_dot_product(
@@ -100,7 +78,7 @@ class DotProductAttention(nn.Module):
         valid_lens: Tensor | None = None,  # (B,) or (B, Q) ints, or bool mask (B, Q, K)
         need_weights: bool = False,
     ) -> Tensor | tuple[Tensor, Tensor]:  # (B, Q, Dv), and weights (B, Q, K)
-        _check_qkv(queries, keys, values, same_width=True)
+        check_qkv(queries, keys, values, same_width=True)
         scores_shape = (queries.shape[0], queries.shape[1], keys.shape[1])
         mask = as_mask(scores_shape, valid_lens, queries.device)  # (B, 1 or Q, K)
         want = need_weights or self.wants_weights()
@@ -137,7 +115,7 @@ class AdditiveAttention(nn.Module):
         valid_lens: Tensor | None = None,  # (B,) or (B, Q) ints, or bool mask (B, Q, K)
         need_weights: bool = False,
     ) -> Tensor | tuple[Tensor, Tensor]:  # (B, Q, Dv), and weights (B, Q, K)
-        _check_qkv(queries, keys, values, same_width=False)
+        check_qkv(queries, keys, values, same_width=False)
         if queries.shape[-1] != self.W_q.in_features or keys.shape[-1] != self.W_k.in_features:
             raise ValueError(
                 f"expected queries (..., {self.W_q.in_features}) and keys (..., "
