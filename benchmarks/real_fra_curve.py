@@ -100,7 +100,7 @@ def main() -> None:
         start = time.perf_counter()
         if args.beam is None:
             with torch.inference_mode():
-                unique_hyps, _ = translate(model, data, unique)
+                unique_hyps = [h.text for h in translate(model, data, unique)]
         else:
             unique_hyps = [
                 h.text for h in Translator(model, data).translate(unique, beam=args.beam)

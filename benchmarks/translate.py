@@ -159,7 +159,7 @@ def main() -> None:
         ]
         t_single = time.perf_counter() - t0
         t0 = time.perf_counter()
-        batched, _ = translate(ours, data, sentences, max_len=NUM_STEPS)
+        batched = [h.text for h in translate(ours, data, sentences, max_len=NUM_STEPS)]
         t_batched = time.perf_counter() - t0
     refs = [" ".join(t) for _, t in pairs]
     same_book = sum(a == b for a, b in zip(book_out, batched))

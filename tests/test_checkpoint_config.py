@@ -46,10 +46,29 @@ def test_damaged_config_is_refused_before_any_file_is_read(ckpt, change, message
         load_checkpoint(ckpt)
 
 
-def test_a_language_model_checkpoint_is_named_as_such(tmp_path):
+@pytest.mark.parametrize("task", ["translation", "lm", None])
+def test_a_folder_of_the_layout_before_the_format_is_named_and_not_read(tmp_path, task):
+    """model.pt + vocab.json + a config.json with a "cell" and no "format": never released,
+    never read; one error says what it is and what to do, whatever the caller wants."""
     (tmp_path / "config.json").write_text(json.dumps({"cell": "gru", "num_hiddens": 8}))
-    with pytest.raises(ValueError, match=r"is a language-model checkpoint .*attnkit lm train"):
-        read_checkpoint_config(tmp_path)
+    torch.save({"w": torch.zeros(1)}, tmp_path / "model.pt")
+    (tmp_path / "vocab.json").write_text("{}")
+    with pytest.raises(ValueError) as info:
+        read_checkpoint_config(tmp_path, task)
+    assert str(info.value) == (
+        f"{tmp_path} is a language-model checkpoint of the layout before attnkit's checkpoint "
+        'format (model.pt, vocab.json, a config.json without "format"), which attnkit does '
+        "not read: train the model again with `attnkit lm train --out DIR`"
+    )
+
+
+def test_version_1_is_a_translator_checkpoint(ckpt):
+    """Version 1 only lacks the "task" field: it defaults to "translation"."""
+    _edit(ckpt, lambda c: (c.update(version=1), c.pop("task", None)))
+    assert read_checkpoint_config(ckpt)["version"] == 1
+    assert torch.equal(load_checkpoint(ckpt).model_state["w"], torch.arange(4.0))
+    with pytest.raises(ValueError, match=r"is a translator checkpoint .*; this needs a language"):
+        read_checkpoint_config(ckpt, task="lm")
 
 
 @pytest.mark.parametrize("field", ["pre_norm", "bias"])

@@ -34,8 +34,10 @@ def test_short_predictions_give_zero_instead_of_dividing_by_zero():
     assert bleu("va", "va !", 2) == 0.0  # the book raises ZeroDivisionError
     assert bleu("", "va !", 2) == 0.0
     assert bleu("", "va !", 1) == 0.0
-    with pytest.raises(ValueError, match="k must be a positive int"):
+    with pytest.raises(ValueError, match="k must be a positive int, got 0"):
         bleu("a", "a", 0)
+    with pytest.raises(TypeError, match=r"k must be a positive int, got 2\.0 \(float\)"):
+        bleu("a", "a", 2.0)
     with pytest.raises(TypeError, match="must be str"):
         bleu(["a"], "a", 1)
 

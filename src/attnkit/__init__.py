@@ -46,13 +46,13 @@ from attnkit.models.seq2seq import (
     Seq2SeqEncoder,
 )
 from attnkit.models.transformer import (
-    PRESETS,
     TransformerConfig,
     TransformerDecoder,
     TransformerEncoder,
     build_transformer,
 )
 from attnkit.training.lm import train_lm
+from attnkit.training.recipes import PRESETS
 from attnkit.training.translation import TrainConfig, Trainer
 
 __version__ = "0.1.0"

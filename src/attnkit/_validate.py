@@ -23,6 +23,7 @@ from typing import Any
 __all__ = [
     "boolean",
     "check_qkv",
+    "index",
     "integer",
     "non_negative_int",
     "non_negative_number",
@@ -73,6 +74,17 @@ def positive_int(name: str, value: object) -> int:
 def non_negative_int(name: str, value: object) -> int:
     """``value`` as an int >= 0."""
     return integer(name, value, minimum=0)
+
+
+def index(name: str, value: object, size: int) -> int:
+    """``value`` as an int in ``[0, size)``: a position among ``size`` (a rank among
+    ``world_size`` processes)."""
+    expected = f"an int in [0, {size})"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be {expected}, got {value!r} ({_type_name(value)})")
+    if not 0 <= value < size:
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+    return int(value)
 
 
 def real(

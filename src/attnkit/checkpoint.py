@@ -17,8 +17,9 @@ checks the sha256 of each file and uses ``torch.load(weights_only=True)``, which
 rebuilds tensors and plain containers.
 
 Older formats: version 1 (translators before the task field) loads as a translation
-checkpoint; a language-model folder of the old layout (model.pt, config.json with a
-"cell", vocab.json) is recognised and named, see ``attnkit.inference.loading``.
+checkpoint. A language-model folder of the layout before this format (``model.pt``,
+``vocab.json``, a ``config.json`` with a "cell" and no "format") is not read: it is
+refused with one error that names it and says to train again.
 """
 
 from __future__ import annotations
@@ -65,11 +66,6 @@ class Checkpoint:
     config: dict[str, Any]  # the parsed config.json
     model_state: dict[str, torch.Tensor]
     trainer_state: dict[str, Any] | None
-
-
-def is_legacy_lm_checkpoint(directory: Path, config: Any) -> bool:
-    """An ``attnkit lm train`` folder of the layout before the one format (model.pt + vocab.json)."""
-    return isinstance(config, dict) and config.get("format") is None and "cell" in config
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[str], Any]) -> None:
@@ -161,10 +157,14 @@ def read_checkpoint_config(
         config = json.loads(cfg_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"checkpoint {cfg_path} is corrupted (not valid JSON: {e})") from None
-    legacy = is_legacy_lm_checkpoint(directory, config)
-    if legacy:
-        config = {"task": "lm"}  # named below; attnkit.inference.loading reads the old layout
-    elif not isinstance(config, dict) or config.get("format") != FORMAT:
+    if isinstance(config, dict) and config.get("format") is None and "cell" in config:
+        raise ValueError(
+            f"{directory} is a language-model checkpoint of the layout before attnkit's "
+            'checkpoint format (model.pt, vocab.json, a config.json without "format"), '
+            "which attnkit does not read: train the model again with "
+            "`attnkit lm train --out DIR`"
+        )
+    if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise ValueError(f"{cfg_path} is not an attnkit checkpoint (format != {FORMAT!r})")
     elif config.get("version") not in (1, VERSION):
         raise ValueError(
@@ -175,12 +175,6 @@ def read_checkpoint_config(
     if task is not None and found != task:
         what = TASK_NAMES.get(found, f"a {found!r} checkpoint")
         raise ValueError(f"{directory} is {what}; this needs {TASK_NAMES.get(task, repr(task))}")
-    if legacy:
-        raise ValueError(
-            f"{directory} is a language-model checkpoint of the layout before attnkit 0.2 "
-            "(model.pt, vocab.json): `attnkit lm generate` still reads it; to train it on, "
-            "start again with `attnkit lm train --overwrite`"
-        )
     files, digests = config.get("files"), config.get("sha256")
     if not isinstance(files, dict) or "model" not in files or not isinstance(digests, dict):
         raise ValueError(f"checkpoint {cfg_path} is corrupted (no 'files'/'sha256' entries)")

@@ -18,6 +18,8 @@ import threading
 import torch
 import torch.distributed as dist
 
+from attnkit._validate import positive_int
+
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "cleanup",
@@ -92,8 +94,7 @@ def launch(nproc: int, argv: list[str], module: str | None = "attnkit", nnodes: 
     Returns the exit code: 0 when every rank succeeded; when a rank fails, the others
     are stopped, torchrun's error (naming the failed rank) is printed and 1 returned.
     """
-    if not isinstance(nproc, int) or nproc < 1:
-        raise ValueError(f"--nproc must be a positive int, got {nproc!r}")
+    positive_int("--nproc", nproc)
     from torch.distributed.run import get_args_parser, run
 
     args = get_args_parser().parse_args(

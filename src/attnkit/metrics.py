@@ -16,6 +16,8 @@ import functools
 import math
 from collections.abc import Sequence
 
+from attnkit._validate import one_of, positive_int
+
 __all__ = [
     "bleu",
     "bleu_from_stats",
@@ -42,8 +44,7 @@ def bleu(pred_seq: str, label_seq: str, k: int) -> float:
             f"pred_seq and label_seq must be str, got {type(pred_seq).__name__} "
             f"and {type(label_seq).__name__}"
         )
-    if not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive int, got {k!r}")
+    positive_int("k", k)
     pred_tokens, label_tokens = pred_seq.split(" "), label_seq.split(" ")
     if pred_seq == "":
         pred_tokens = []
@@ -85,8 +86,7 @@ def _sacrebleu():
 
 @functools.cache
 def _bleu_scorer(tokenize: str):
-    if tokenize not in BLEU_TOKENIZERS:
-        raise ValueError(f"tokenize must be one of {BLEU_TOKENIZERS}, got {tokenize!r}")
+    one_of("tokenize", tokenize, BLEU_TOKENIZERS)
     # force: with "none" the text is tokenized on purpose (no warning about it)
     return _sacrebleu()[0](tokenize=tokenize, force=tokenize == "none")
 

@@ -19,6 +19,8 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from attnkit._validate import boolean
+
 __all__ = ["plot_curves", "save_figure", "show_heatmaps"]
 
 
@@ -55,9 +57,8 @@ def show_heatmaps(
     ``per_panel=True`` gives each panel its own scale and its own colour bar, so that
     panels of very different ranges stay readable.
     """
-    for name, flag in (("shared_colorbar", shared_colorbar), ("per_panel", per_panel)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, got {flag!r}")
+    boolean("shared_colorbar", shared_colorbar)
+    boolean("per_panel", per_panel)
     m = torch.as_tensor(matrices).detach().float().cpu()
     if m.dim() < 2 or m.dim() > 4:
         raise ValueError(f"matrices must have 2 to 4 dims (rows, cols, Q, K), got {tuple(m.shape)}")

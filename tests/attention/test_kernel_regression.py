@@ -65,5 +65,7 @@ def test_errors():
         nw(torch.rand(3), torch.rand(3, 4), torch.rand(3, 5))
     with pytest.raises(ValueError, match=r"queries must be 1-D"):
         nw(torch.rand(3, 1), torch.rand(3, 4), torch.rand(3, 4))
-    with pytest.raises(ValueError, match="n_train must be at least 2"):
+    with pytest.raises(ValueError, match="n_train must be an int >= 2, got 1"):
         make_nw_data(n_train=1)
+    with pytest.raises(TypeError, match=r"n_train must be an int >= 2, got 5\.0 \(float\)"):
+        make_nw_data(n_train=5.0)

@@ -57,5 +57,5 @@ def test_errors_name_the_problem():
     cache = KVCache(k, v)
     with pytest.raises(ValueError, match=r"the new keys .* do not match it"):
         cache.update(*_kv(1, B=3))
-    with pytest.raises(TypeError, match="static must be a bool"):
+    with pytest.raises(TypeError, match=r"static must be a bool, got 1 \(int\)"):
         KVCache(static=1)

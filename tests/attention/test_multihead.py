@@ -154,6 +154,8 @@ def test_the_fused_weight_is_a_parameter_used_as_is():
     )
     with pytest.raises(ValueError, match="fused_qkv=True needs equal query, key and value sizes"):
         MultiHeadAttention(8, 2, key_size=4, fused_qkv=True)
+    with pytest.raises(TypeError, match=r"fused_qkv must be a bool, got 1 \(int\)"):
+        MultiHeadAttention(8, 2, fused_qkv=1)
     assert not MultiHeadAttention(8, 2, key_size=4).fused_qkv  # unequal sizes: separate
 
 

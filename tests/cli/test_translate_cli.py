@@ -44,6 +44,17 @@ def test_train_writes_a_checkpoint_and_resume_continues(trained, capsys):
     assert "trained with arch 'bahdanau', not 'seq2seq'" in capsys.readouterr().err
 
 
+def test_a_preset_does_not_combine_with_resume(trained, capsys):
+    argv = ["translate", "train", "--out", str(trained), "--resume", "--preset", "book"]
+    assert main(argv) == 1
+    assert "--preset cannot be combined with --resume" in capsys.readouterr().err
+    # a resumed run says where its settings came from
+    assert main(["translate", "train", "--out", str(trained), "--resume", "--epochs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "settings: flags: epochs=1; the rest: the checkpoint's" in out
+    assert "nothing to do" in out
+
+
 def test_run_prints_translations_and_heatmap(trained, tmp_path, capsys):
     png = tmp_path / "align.png"
     argv = ["translate", "run", "--checkpoint", str(trained), "they are sad .", "--heatmap"]

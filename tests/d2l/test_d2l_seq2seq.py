@@ -85,7 +85,7 @@ def test_book_training_and_prediction_code_runs_unchanged(tiny_data, capsys):
         torch.testing.assert_close(attention_weights[0, 0, :, :n_src].sum(-1), torch.ones(steps))
         assert attention_weights[0, 0, :, n_src:].abs().max() == 0
         # the same translation as the batched decoder
-        assert translation == translate(net, tiny_data, [eng], max_len=num_steps)[0][0]
+        assert translation == translate(net, tiny_data, [eng], max_len=num_steps)[0].text
         assert isinstance(d2l.bleu(translation, "ils sont tristes .", k=2), float)
 
 

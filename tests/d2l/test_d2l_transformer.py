@@ -58,7 +58,7 @@ def test_state_dict_keys_and_attention_weight_layout():
     assert dkeys[-2:] == ["dense.weight", "dense.bias"]
     # the real modules keep W_q, W_k, W_v as one fused W_qkv, otherwise the same keys:
     # weights move between them, both ways
-    real = tf.build_transformer(tf.PRESETS["book"], 20, 25)
+    real = tf.build_transformer(tf.TransformerConfig(), 20, 25)
     book = d2l.EncoderDecoder(enc, dec)
     fused = [k.replace("W_qkv", "W_q") for k in real.state_dict() if ".W_k" not in k]
     assert fused == [k for k in book.state_dict() if ".W_k" not in k and ".W_v" not in k]
@@ -68,7 +68,7 @@ def test_state_dict_keys_and_attention_weight_layout():
     src, tgt = torch.randint(0, 20, (2, 10)), torch.randint(0, 25, (2, 6))
     lens = torch.tensor([10, 4])
     torch.testing.assert_close(book(src, tgt, lens)[0], real(src, tgt, lens)[0])
-    twin = tf.build_transformer(tf.PRESETS["book"], 20, 25).eval()
+    twin = tf.build_transformer(tf.TransformerConfig(), 20, 25).eval()
     twin.load_state_dict(book.state_dict())  # the book's layout into the fused one
     torch.testing.assert_close(twin(src, tgt, lens)[0], real(src, tgt, lens)[0])
     # eval mode keeps the book's (B*H, Q, K) weights

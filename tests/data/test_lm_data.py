@@ -42,8 +42,10 @@ def test_empty_corpus_is_a_clear_error():
         lm.load_corpus(["", ""])
     with pytest.raises(ValueError, match="the corpus is empty"):
         lm.load_corpus([lm.normalize_line("1234 !!")])
-    with pytest.raises(ValueError, match="token must be 'char' or 'word', got 'byte'"):
+    with pytest.raises(ValueError, match="token must be one of 'word', 'char', got 'byte'"):
         lm.load_corpus(["abc"], "byte")
+    with pytest.raises(TypeError, match=r"max_tokens must be an int, got 1\.5 \(float\)"):
+        lm.load_corpus(["abc"], max_tokens=1.5)
     with pytest.raises(TypeError, match="got one str"):
         lm.load_corpus("abc")
 
@@ -143,8 +145,12 @@ def test_iterator_errors_name_the_argument():
         TypeError, match=r"flat sequence of token indices, got dtype torch\.float32"
     ):
         list(lm.seq_data_iter_random([0.5] * 100, 2, 5))
-    with pytest.raises(ValueError, match=r"rank must be an int in \[0, world_size=2\), got 2"):
+    with pytest.raises(ValueError, match=r"rank must be an int in \[0, 2\), got 2"):
         lm.LMDataLoader(list(range(100)), 2, 5, rank=2, world_size=2)
+    with pytest.raises(TypeError, match=r"rank must be an int in \[0, 2\), got True \(bool\)"):
+        lm.LMDataLoader(list(range(100)), 2, 5, rank=True, world_size=2)
+    with pytest.raises(ValueError, match="world_size must be a positive int, got 0"):
+        lm.LMDataLoader(list(range(100)), 2, 5, world_size=0)
 
 
 @pytest.mark.parametrize("corpus", [[], (), torch.tensor([], dtype=torch.long)])

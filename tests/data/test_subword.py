@@ -114,8 +114,12 @@ def test_vocab_size_errors(real_format):
     with pytest.raises(ValueError, match=r"--vocab-size 300 is too small for the training "
                        r"split: its characters and the special and byte pieces need 3\d\d"):  # fmt: skip
         SubwordTokenizer.train([e for e, _ in pairs], [f for _, f in pairs], vocab_size=300)
-    with pytest.raises(ValueError, match="model_type must be one of"):
+    with pytest.raises(ValueError, match="model_type must be one of 'unigram', 'bpe', got 'char'"):
         SubwordTokenizer.train(["a"], ["b"], model_type="char")
+    with pytest.raises(TypeError, match=r"vocab_size must be an int, got '8000' \(str\)"):
+        SubwordTokenizer.train(["a"], ["b"], vocab_size="8000")
+    with pytest.raises(TypeError, match=r"joint must be a bool, got 0 \(int\)"):
+        SubwordTokenizer.train(["a"], ["b"], joint=0)
 
 
 # ------------------------------------------------------------------ the data object

@@ -10,15 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnkit.data.synthetic_fr import (
-    ADJECTIVES,
-    MAX_TOKENS,
-    NOUNS,
-    PRONOUNS,
-    NounPhrase,
-    generate_pairs,
-    translate_parts,
-)
+from attnkit.data.synthetic_fr import MAX_TOKENS, NounPhrase, generate_pairs, translate_parts
+from attnkit.data.synthetic_fr_lexicon import ADJECTIVES, NOUNS, PRONOUNS
 from attnkit.data.translation import preprocess_nmt
 
 NP = NounPhrase
@@ -212,20 +205,32 @@ def test_any_object_phrase_renders(subject, noun, plural, definite, negative):
 def test_errors_name_the_argument():
     with pytest.raises(ValueError, match=r"noun must be one of .* got 'spaceship'"):
         NP("spaceship")
-    with pytest.raises(ValueError, match="adjective must be None or one of"):
+    with pytest.raises(ValueError, match=r"adjective must be one of .* got 'purple'"):
         NP("car", adjective="purple")
     with pytest.raises(ValueError, match=r"verb must be one of .* got 'fly'"):
         translate_parts("i", "fly", NP("car"))
-    with pytest.raises(ValueError, match="subject must be a NounPhrase or one of"):
+    with pytest.raises(ValueError, match=r"subject must be one of 'i', 'you', .* got 'it'"):
         translate_parts("it", "like", NP("car"))
-    with pytest.raises(ValueError, match="complement of 'be' must be one of"):
+    with pytest.raises(
+        TypeError, match=r"subject must be a NounPhrase or a pronoun \(str\), got int"
+    ):
+        translate_parts(3, "like", NP("car"))
+    with pytest.raises(ValueError, match=r"complement of 'be' must be one of .* got 'purple'"):
+        translate_parts("i", "be", "purple")
+    with pytest.raises(
+        TypeError, match=r"complement of 'be' must be an adjective \(str\), got Noun"
+    ):
         translate_parts("i", "be", NP("car"))
+    with pytest.raises(TypeError, match="complement of 'like' must be a NounPhrase, got str"):
+        translate_parts("i", "like", "car")
     with pytest.raises(ValueError, match="complement of 'like' must be definite"):
         translate_parts("i", "like", NP("car", definite=False))
     with pytest.raises(ValueError, match="complement of 'go' must be definite"):
         translate_parts("i", "go", NP("park", definite=False))
     with pytest.raises(ValueError, match="num_pairs must be a positive int, got 0"):
         generate_pairs(0)
+    with pytest.raises(TypeError, match=r"num_pairs must be a positive int, got 2\.5 \(float\)"):
+        generate_pairs(2.5)
 
 
 def test_generation_avoids_readings_that_change_meaning_or_repeat():

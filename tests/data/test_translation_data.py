@@ -79,8 +79,10 @@ def test_tokenize_nmt_off_by_one_and_malformed_lines():
 def test_truncate_pad_and_build_array_nmt():
     assert truncate_pad([47, 4], 5, 1) == [47, 4, 1, 1, 1]
     assert truncate_pad([1, 2, 3, 4], 2, 0) == [1, 2]
-    with pytest.raises(ValueError, match="num_steps must be > 0, got 0"):
+    with pytest.raises(ValueError, match="num_steps must be a positive int, got 0"):
         truncate_pad([1], 0, 0)
+    with pytest.raises(TypeError, match=r"num_steps must be a positive int, got 2\.0 \(float\)"):
+        truncate_pad([1], 2.0, 0)
     vocab = Vocab([["a", "b", "a", "b", "c", "c"]], reserved_tokens=["<pad>", "<bos>", "<eos>"])
     a, b, c = vocab["a"], vocab["b"], vocab["c"]
     X, valid = build_array_nmt([["a"], ["a", "b", "c"], ["zz"]], vocab, 3)
@@ -221,10 +223,12 @@ def test_two_sources_sharing_one_target_stay_together():
 
 def test_split_arguments_are_validated():
     pairs = [(["a"], ["b"])]
-    with pytest.raises(ValueError, match=r"val_fraction must be a number in \[0, 1\), got 1.0"):
+    with pytest.raises(ValueError, match=r"val_fraction must be in \[0, 1\), got 1.0"):
         split_by_source(pairs, 1.0, 0.0)
-    with pytest.raises(ValueError, match=r"test_fraction must be a number in \[0, 1\), got -0.1"):
+    with pytest.raises(ValueError, match=r"test_fraction must be in \[0, 1\), got -0.1"):
         split_by_source(pairs, 0.1, -0.1)
+    with pytest.raises(TypeError, match=r"val_fraction must be a float in \[0, 1\), got '0.1'"):
+        split_by_source(pairs, "0.1", 0.0)
     with pytest.raises(ValueError, match="val_fraction \\+ test_fraction must be < 1"):
         split_by_source(pairs, 0.5, 0.5)
 
@@ -293,10 +297,16 @@ def test_batching_errors():
         bucket_batches([(1, 1)], 0)
     with pytest.raises(ValueError, match=r"batch_tokens=10 is smaller than the longest example"):
         bucket_batches([(6, 7)], 10)
-    with pytest.raises(ValueError, match=r"rank must be an int in \[0, world_size=2\), got 2"):
+    with pytest.raises(TypeError, match=r"batch_tokens must be a positive int, got True \(bool\)"):
+        bucket_batches([(1, 1)], True)
+    with pytest.raises(ValueError, match=r"rank must be an int in \[0, 2\), got 2"):
         bucket_batches([(1, 1)], 10, rank=2, world_size=2)
-    with pytest.raises(ValueError, match="world_size must be an int >= 1, got 0"):
+    with pytest.raises(TypeError, match=r"rank must be an int in \[0, 2\), got 1\.0 \(float\)"):
+        bucket_batches([(1, 1)], 10, rank=1.0, world_size=2)
+    with pytest.raises(ValueError, match="world_size must be a positive int, got 0"):
         bucket_batches([(1, 1)], 10, world_size=0)
+    with pytest.raises(TypeError, match="shuffle must be a bool, got 1 \\(int\\)"):
+        bucket_batches([(1, 1)], 10, shuffle=1)
     assert bucket_batches([], 10) == []
 
 
@@ -436,8 +446,12 @@ def test_encode_source():
     long = "one two three four five six seven eight nine ten eleven twelve"
     with pytest.raises(ValueError, match=r"sentence 'one two .* more than max_len=12"):
         data.encode_source([long])
-    with pytest.raises(ValueError, match="sentences must be a non-empty list of str"):
+    with pytest.raises(TypeError, match="sentences must be a list of str, got one str: 'the car'"):
         data.encode_source("the car")
+    with pytest.raises(ValueError, match=r"sentences must be a non-empty list of str, got \[\]"):
+        data.encode_source([])
+    with pytest.raises(ValueError, match="split must be one of 'train', 'val', 'test', got 'dev'"):
+        data.split("dev")
 
 
 def test_to_dict_is_json_and_round_trips():
@@ -453,17 +467,34 @@ def test_to_dict_is_json_and_round_trips():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"num_examples": 0}, "num_examples must be None or a positive int, got 0"),
-        ({"min_freq": -1}, "min_freq must be an int >= 0, got -1"),
-        ({"max_len": 1}, r"max_len must be an int >= 2 \(a token and <eos>\), got 1"),
+        ({"num_examples": 0}, "num_examples must be a positive int, got 0"),
+        ({"min_freq": -1}, "min_freq must be a non-negative int, got -1"),
+        ({"max_len": 1}, "max_len must be an int >= 2, got 1"),
         ({"num_pairs": 0}, "num_pairs must be a positive int, got 0"),
-        ({"val_fraction": 1.5}, r"val_fraction must be a number in \[0, 1\), got 1.5"),
-        ({"test_fraction": -0.5}, r"test_fraction must be a number in \[0, 1\), got -0.5"),
+        ({"val_fraction": 1.5}, r"val_fraction must be in \[0, 1\), got 1.5"),
+        ({"test_fraction": -0.5}, r"test_fraction must be in \[0, 1\), got -0.5"),
         ({"val_fraction": 0.6, "test_fraction": 0.4}, "val_fraction \\+ test_fraction"),
+        ({"tokenizer": "bpe"}, "tokenizer must be one of 'word', 'sentencepiece', got 'bpe'"),
     ],
 )
 def test_load_arguments_are_validated(kwargs, message):
     with pytest.raises(ValueError, match=message):
+        load_translation_data(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"num_examples": 2.5}, r"num_examples must be a positive int, got 2\.5 \(float\)"),
+        ({"min_freq": True}, r"min_freq must be a non-negative int, got True \(bool\)"),
+        ({"max_len": "12"}, r"max_len must be an int >= 2, got '12' \(str\)"),
+        ({"num_pairs": 10.0}, r"num_pairs must be a positive int, got 10\.0 \(float\)"),
+        ({"val_fraction": None}, r"val_fraction must be a float in \[0, 1\), got None"),
+        ({"joint_vocab": "yes"}, r"joint_vocab must be a bool, got 'yes' \(str\)"),
+    ],
+)
+def test_load_arguments_of_the_wrong_type_are_named(kwargs, message):
+    with pytest.raises(TypeError, match=message):
         load_translation_data(**kwargs)
 
 

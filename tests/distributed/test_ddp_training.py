@@ -141,4 +141,6 @@ def test_world_from_env_validates(monkeypatch):
     assert distributed.init_from_env() == (0, 1) and not dist.is_initialized()
     with pytest.raises(ValueError, match="--nproc must be a positive int, got 0"):
         distributed.launch(0, [])
+    with pytest.raises(TypeError, match=r"--nproc must be a positive int, got True \(bool\)"):
+        distributed.launch(True, [])
     assert sys.executable  # launch uses the current interpreter

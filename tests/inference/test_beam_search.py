@@ -104,19 +104,25 @@ def test_inputs_are_checked():
     model, src, src_len = model_and_src(0)
     with pytest.raises(ValueError, match=r"src_len must have shape \(B,\) = \(5,\)"):
         BeamSearch(2, 4, BOS, EOS)(model, src, src_len[:2])
-    with pytest.raises(ValueError, match=r"src must be a \(B, S\) long tensor"):
+    with pytest.raises(TypeError, match=r"src must be a \(B, S\) long tensor, got dtype"):
         BeamSearch(2, 4, BOS, EOS)(model, src.float(), src_len)
+    with pytest.raises(TypeError, match=r"src_len must be a \(B,\) tensor, got list"):
+        BeamSearch(2, 4, BOS, EOS)(model, src, [6, 5, 3, 2, 1])
 
 
 @pytest.mark.parametrize(
-    ("args", "match"),
+    ("args", "kwargs", "error", "match"),
     [
-        ((0, 5), "beam_size must be an int >= 1, got 0"),
-        ((2, 0), "max_len must be an int >= 1, got 0"),
+        ((0, 5), {}, ValueError, "beam_size must be a positive int, got 0"),
+        ((2, 0), {}, ValueError, "max_len must be a positive int, got 0"),
+        ((2.0, 5), {}, TypeError, r"beam_size must be a positive int, got 2\.0 \(float\)"),
+        ((True, 5), {}, TypeError, r"beam_size must be a positive int, got True \(bool\)"),
+        ((2, "5"), {}, TypeError, r"max_len must be a positive int, got '5' \(str\)"),
+        ((2, 3), {"length_penalty": -1}, ValueError, "length_penalty must be a finite number >= 0"),
+        ((2, 3), {"length_penalty": float("nan")}, ValueError, "length_penalty must be a finite"),
+        ((2, 3), {"length_penalty": "0.6"}, TypeError, "length_penalty must be a finite number"),
     ],
 )
-def test_errors(args, match):
-    with pytest.raises(ValueError, match=match):
-        BeamSearch(*args, bos=BOS, eos=EOS)
-    with pytest.raises(ValueError, match="length_penalty must be >= 0"):
-        BeamSearch(2, 3, BOS, EOS, length_penalty=-1)
+def test_errors(args, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        BeamSearch(*args, bos=BOS, eos=EOS, **kwargs)

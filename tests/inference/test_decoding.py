@@ -115,9 +115,11 @@ def test_attention_rows_are_distributions_over_the_source(tiny_model):
 def test_translate_keeps_input_order(tiny_data, tiny_model):
     model = tiny_model("bahdanau")
     sentences = ["the girl is good .", "we wash the pen .", "they are sad ."]
-    hyps, _ = translate(model, tiny_data, sentences, batch_size=2)
-    singles = [translate(model, tiny_data, [s])[0][0] for s in sentences]
+    hyps = translate(model, tiny_data, sentences, batch_size=2)
+    singles = [translate(model, tiny_data, [s])[0] for s in sentences]
     assert hyps == singles
+    assert [h.text for h in hyps] == [tiny_data.detokenize(h.ids) for h in hyps]
+    assert translate(model, tiny_data, []) == []
     with pytest.raises(TypeError, match="list of str"):
         translate(model, tiny_data, "they are sad .")
     with pytest.raises(ValueError, match="empty sentence"):
@@ -131,7 +133,16 @@ def test_input_validation(tiny_model):
         greedy_decode(model, src, torch.tensor([3]), bos_id=BOS, eos_id=EOS, max_len=3)
     with pytest.raises(ValueError, match="max_len must be a positive int"):
         greedy_decode(model, src, torch.tensor([3, 3]), bos_id=BOS, eos_id=EOS, max_len=0)
-    with pytest.raises(ValueError, match=r"src must be a \(B, S\) long tensor"):
+    with pytest.raises(TypeError, match=r"src must be a \(B, S\) long tensor, got dtype"):
         greedy_decode(model, src.float(), torch.tensor([3, 3]), bos_id=BOS, eos_id=EOS, max_len=3)
+    with pytest.raises(ValueError, match=r"src must be a \(B, S\) long tensor, got shape"):
+        greedy_decode(model, src[0], torch.tensor([3, 3]), bos_id=BOS, eos_id=EOS, max_len=3)
+    with pytest.raises(TypeError, match=r"max_len must be a positive int, got 3\.0 \(float\)"):
+        greedy_decode(model, src, torch.tensor([3, 3]), bos_id=BOS, eos_id=EOS, max_len=3.0)
+    with pytest.raises(TypeError, match="return_attention must be a bool"):
+        greedy_decode(model, src, torch.tensor([3, 3]), bos_id=BOS, eos_id=EOS, max_len=3,
+                      return_attention=1)  # fmt: skip
+    with pytest.raises(ValueError, match="eos_id must be a non-negative int, got -1"):
+        greedy_decode(model, src, torch.tensor([3, 3]), bos_id=BOS, eos_id=-1, max_len=3)
     with pytest.raises(TypeError, match="EncoderDecoder"):
         greedy_decode(nn.Linear(2, 2), src, torch.tensor([3, 3]), bos_id=BOS, eos_id=EOS, max_len=3)

@@ -129,8 +129,16 @@ def test_beam_one_is_greedy(trained, tiny_data):
 def test_translate_rejects_bad_arguments(translator, tiny_data):
     with pytest.raises(TypeError, match="list of str"):
         translator.translate(_known(tiny_data))
-    with pytest.raises(ValueError, match="batch_size"):
+    with pytest.raises(ValueError, match="batch_size must be a positive int, got 0"):
         translator.translate([_known(tiny_data)], batch_size=0)
+    with pytest.raises(TypeError, match=r"beam must be a positive int, got '3' \(str\)"):
+        translator.translate([_known(tiny_data)], beam="3")
+    with pytest.raises(ValueError, match="beam must be a positive int, got 0"):
+        translator.translate([_known(tiny_data)], beam=0)
+    with pytest.raises(ValueError, match="max_len must be a positive int, got 0"):
+        translator.translate([_known(tiny_data)], max_len=0)
+    with pytest.raises(ValueError, match="length_penalty must be a finite number >= 0"):
+        translator.translate([_known(tiny_data)], beam=2, length_penalty=-0.5)
 
 
 def test_evaluate_is_corpus_bleu_of_its_own_translations(trained, tiny_data):
@@ -143,8 +151,10 @@ def test_evaluate_is_corpus_bleu_of_its_own_translations(trained, tiny_data):
     assert ev.bleu > 0 and "tok:none" in ev.signature
     limited = trained.evaluate("test", limit=5)
     assert limited.hyps == ev.hyps[:5]
-    with pytest.raises(ValueError, match="limit must be at least 1"):
+    with pytest.raises(ValueError, match="limit must be a positive int, got 0"):
         trained.evaluate("test", limit=0)
+    with pytest.raises(ValueError, match="split must be one of 'train', 'val', 'test'"):
+        trained.evaluate("dev")
     beam = trained.evaluate("test", beam=3, length_penalty=0.0)
     assert beam.hyps == [h.text for h in trained.translate(ev.sources, beam=3, length_penalty=0.0)]
     assert beam.bleu == pytest.approx(corpus_bleu(beam.hyps, ev.refs, tiny_data.bleu_tokenize))

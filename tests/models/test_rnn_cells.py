@@ -156,10 +156,15 @@ def test_torch_and_scratch_lm_share_output_layer_keys():
 
 
 def test_bad_cells_and_sizes():
-    with pytest.raises(
-        ValueError, match=r"cell must be one of \('rnn', 'gru', 'lstm'\), got 'tcn'"
-    ):
+    with pytest.raises(ValueError, match="cell must be one of 'rnn', 'gru', 'lstm', got 'tcn'"):
         build_lm("tcn", 10, 8)
+    with pytest.raises(TypeError, match=r"cell must be a str \(one of .*\), got NoneType"):
+        build_lm(None, 10, 8)
+    assert make_rnn("GRU", 10, 8, scratch=True).cell == "gru"  # any case
+    with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1\.0"):
+        make_rnn("gru", 10, 8, num_layers=2, dropout=1.0, scratch=True)
+    with pytest.raises(TypeError, match=r"dropout must be a float in \[0, 1\), got '0\.1'"):
+        make_rnn("gru", 10, 8, num_layers=2, dropout="0.1", scratch=True)
     with pytest.raises(ValueError, match="num_hiddens must be a positive int, got 0"):
         build_lm("gru", 10, 0)
     with pytest.raises(ValueError, match="num_layers must be a positive int, got -1"):

@@ -139,8 +139,12 @@ def test_reorder_state_selects_rows(arch):
 def test_model_input_validation():
     with pytest.raises(ValueError, match="num_hiddens must be a positive int, got 0"):
         Seq2SeqEncoder(10, 8, 0, 2)
-    with pytest.raises(ValueError, match="dropout"):
+    with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1\.5"):
         Seq2SeqDecoder(10, 8, 16, 2, dropout=1.5)
+    with pytest.raises(TypeError, match=r"embed_size must be a positive int, got 8\.0 \(float\)"):
+        Seq2SeqEncoder(10, 8.0, 16, 2)
+    with pytest.raises(TypeError, match=r"dropout must be a float in \[0, 1\), got None"):
+        Seq2SeqEncoder(10, 8, 16, 2, dropout=None)
     enc = Seq2SeqEncoder(10, 8, 16, 2)
     with pytest.raises(TypeError, match="int64 tensor of token ids"):
         enc(torch.zeros(2, 3))

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from attnkit.attention import record_attention
-from attnkit.models.registry import build_model
-from attnkit.models.transformer import PRESETS, BlockCache, TransformerConfig, build_transformer
+from attnkit.models.registry import arch_config, build_model
+from attnkit.models.transformer import BlockCache, TransformerConfig, build_transformer
+from attnkit.training.recipes import PRESETS
 
 
 def tiny(pre_norm: bool = False, dropout: float = 0.0):
@@ -149,27 +150,13 @@ def test_dropout_is_active_only_in_training():
 
 def test_presets_and_registry():
     assert PRESETS["book"] == TransformerConfig(32, 4, 2, 64, 0.1)
+    assert arch_config("transformer") == TransformerConfig() == PRESETS["book"]  # the book's
     m = build_model("transformer", {"d_model": 8, "num_heads": 2}, 5, 6)
     assert m.decoder.dense.out_features == 6 and m.encoder.embedding.num_embeddings == 5
     assert PRESETS["base"] == TransformerConfig(256, 4, 2, 1024, 0.0, pre_norm=True)
     # 6.8 M parameters with the recipe's 4000 joint pieces
     n = sum(p.numel() for p in build_transformer(PRESETS["base"], 4000, 4000).parameters())
     assert 6.7e6 < n < 6.8e6
-
-
-def test_the_base_recipe_decays_to_its_budget_or_falls_back():
-    from attnkit.training.presets import preset_settings
-
-    model, train, data = preset_settings("transformer", "base", time_budget=1800.0)
-    assert model["num_layers"] == 2 and data == {"vocab_size": 4000}
-    assert train["schedule"] == "linear_to_budget" and train["warmup_steps"] == 300
-    _, no_budget, _ = preset_settings("transformer", "base")
-    assert no_budget["schedule"] == "inverse_sqrt"  # linear_to_budget needs a budget
-    assert {**no_budget, "schedule": None} == {**train, "schedule": None}
-    with pytest.raises(ValueError, match="--preset is for --arch transformer, not 'bahdanau'"):
-        preset_settings("bahdanau", "base")
-    with pytest.raises(ValueError, match="unknown preset 'huge'"):
-        preset_settings("transformer", "huge")
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ def test_translation_equals_translate_and_maps_have_token_shapes(client, checkpo
     from attnkit.data.translation import TranslationData
 
     data = TranslationData.from_dict(cfg["data"])
-    expected, _ = translate(model, data, SENTENCES[:2])
+    expected = [h.text for h in translate(model, data, SENTENCES[:2])]
     for sentence, want in zip(SENTENCES[:2], expected):
         r = client.post("/api/translate", json={"text": sentence})
         assert r.status_code == 200, r.text

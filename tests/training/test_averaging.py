@@ -86,6 +86,8 @@ def test_average_checkpoint_writes_a_loadable_folder_that_cannot_be_resumed(tmp_
         average_checkpoint(tmp_path / "run", 99, tmp_path / "other")
     with pytest.raises(ValueError, match="last must be a positive int, got 0"):
         average_checkpoint(tmp_path / "run", 0, tmp_path / "other")
+    with pytest.raises(TypeError, match=r"last must be a positive int, got '3' \(str\)"):
+        average_checkpoint(tmp_path / "run", "3", tmp_path / "other")
 
 
 def test_damaged_or_missing_snapshots_are_named(tmp_path):

@@ -138,9 +138,17 @@ def test_argument_checks():
         EngineConfig(epochs=0)
     with pytest.raises(ValueError, match=r"EngineConfig\.log_every must be a non-negative int"):
         EngineConfig(log_every=-1)
-    with pytest.raises(ValueError, match=r"EngineConfig\.seed must be an int or None, got 1.5"):
+    with pytest.raises(TypeError, match=r"EngineConfig\.seed must be an int, got 1\.5 \(float\)"):
         EngineConfig(seed=1.5)
-    with pytest.raises(ValueError, match=r"EngineConfig\.optimizer must be one of"):
+    with pytest.raises(TypeError, match=r"EngineConfig\.epochs must be a positive int, got True"):
+        EngineConfig(epochs=True)
+    with pytest.raises(TypeError, match=r"EngineConfig\.progress must be a bool, got 1 \(int\)"):
+        EngineConfig(progress=1)
+    with pytest.raises(TypeError, match=r"EngineConfig\.flat_params must be a bool, got 'no'"):
+        EngineConfig(flat_params="no")
+    with pytest.raises(
+        ValueError, match=r"EngineConfig\.optimizer must be one of 'adam', 'sgd', got 'rmsprop'"
+    ):
         EngineConfig(optimizer="rmsprop")
     with pytest.raises(ValueError, match=r"TrainConfig\.batch_tokens must be a positive int"):
         TrainConfig(batch_tokens=0)
@@ -148,6 +156,11 @@ def test_argument_checks():
         PaddedPairsTask([], 2, reduction="mean")
     with pytest.raises(ValueError, match="lr must be a positive number, got -1"):
         make_optimizer(model, "adam", -1)
+    with pytest.raises(TypeError, match=r"EngineConfig\.lr must be a positive number, got '1e-3'"):
+        EngineConfig(lr="1e-3")
+    with pytest.raises(ValueError, match=r"EngineConfig\.lr must be a positive number, got inf"):
+        EngineConfig(lr=float("inf"))
+    assert EngineConfig(lr=1).lr == 1  # ints are learning rates too
     empty = Engine(model, LinearTask([]), EngineConfig(epochs=1, log_every=0))
     with pytest.raises(ValueError, match="epoch 1 had no batches with tokens"):
         empty.fit()
@@ -213,10 +226,21 @@ def test_more_argument_checks():
     with pytest.raises(ValueError, match="a callable updater has none"):
         config = EngineConfig(epochs=1, schedule="inverse_sqrt", warmup_steps=2)
         Engine(model, LinearTask(data), config, optimizer=sgd_update(model.parameters(), 0.1))
-    with pytest.raises(ValueError, match=r"EngineConfig\.clip must be a finite number, got '1'"):
+    with pytest.raises(
+        TypeError, match=r"EngineConfig\.clip must be a positive finite number, got '1' \(str\)"
+    ):
         EngineConfig(clip="1")
+    with pytest.raises(ValueError, match=r"EngineConfig\.clip must be a positive finite number"):
+        EngineConfig(clip=0)
+    assert EngineConfig(clip=None).clip is None
     with pytest.raises(ValueError, match=r"EngineConfig\.weight_decay must be a finite number"):
         EngineConfig(weight_decay=float("nan"))
+    with pytest.raises(TypeError, match=r"EngineConfig\.weight_decay must be a finite number"):
+        EngineConfig(weight_decay=None)
+    with pytest.raises(ValueError, match=r"EngineConfig\.beta2 must be in \[0, 1\), got 1\.0"):
+        EngineConfig(beta2=1.0)
+    with pytest.raises(TypeError, match=r"EngineConfig\.beta1 must be a float in \[0, 1\), got '0"):
+        EngineConfig(beta1="0.9")
     with pytest.raises(ValueError, match=r"TrainConfig\.bleu_sentences must be an int or None"):
         TrainConfig(bleu_sentences=2.5)
     with pytest.raises(ValueError, match="no checkpoint directory"):

@@ -74,7 +74,7 @@ def test_clipping_bounds_the_global_norm():
     b.grad = torch.zeros(4)
     clip_gradients([a, b], 1.0)
     torch.testing.assert_close(a.grad, torch.full((3,), 0.1))  # small gradients untouched
-    with pytest.raises(ValueError, match="max_norm must be positive, got 0"):
+    with pytest.raises(ValueError, match="max_norm must be a positive finite number, got 0"):
         clip_gradients([a], 0)
 
 
@@ -170,9 +170,7 @@ def test_generation_bad_input(data):
         generate(model, vocab, "time", 5, temperature=-1)
     with pytest.raises(ValueError, match="num_preds must be a non-negative int, got -2"):
         generate(model, vocab, "time", -2)
-    with pytest.raises(
-        ValueError, match=r"optimizer must be one of \('adam', 'sgd'\), got 'rmsprop'"
-    ):
+    with pytest.raises(ValueError, match="optimizer must be one of 'adam', 'sgd', got 'rmsprop'"):
         make_optimizer(model, "rmsprop", 0.1)
     with pytest.raises(ValueError, match="num_epochs must be a positive int, got 0"):
         train_lm(model, [], num_epochs=0)

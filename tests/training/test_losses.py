@@ -82,7 +82,7 @@ def test_gradcheck():
 
 def test_errors():
     x, y, n = torch.zeros(2, 3, 4), torch.zeros(2, 3, dtype=torch.long), torch.tensor([1, 2])
-    with pytest.raises(ValueError, match="reduction must be one of"):
+    with pytest.raises(ValueError, match=r"reduction must be one of 'mean', .*, got 'avg'"):
         masked_cross_entropy(x, y, n, "avg")
     with pytest.raises(ValueError, match=r"label must have shape \(B, T\) = \(2, 3\)"):
         masked_cross_entropy(x, y[:, :2], n)
@@ -90,5 +90,7 @@ def test_errors():
         masked_cross_entropy(x, y, torch.tensor([1]))
     with pytest.raises(ValueError, match="logits must be a float tensor"):
         masked_cross_entropy(torch.zeros(2, 3), y, n)
-    with pytest.raises(ValueError, match="label_smoothing"):
+    with pytest.raises(ValueError, match=r"label_smoothing must be in \[0, 1\), got 1\.0"):
         masked_cross_entropy(x, y, n, label_smoothing=1.0)
+    with pytest.raises(TypeError, match=r"label_smoothing must be a float in \[0, 1\), got None"):
+        masked_cross_entropy(x, y, n, label_smoothing=None)

@@ -5,6 +5,7 @@ from attnkit.attention.dropout import Dropout
 from attnkit.attention.kernel_regression import NadarayaWatson, NWKernelRegression
 from attnkit.attention.key_padding import key_padded_attention
 from attnkit.attention.kv_cache import KVCache
+from attnkit.attention.lazy import LazyMultiHeadAttention
 from attnkit.attention.masking import (
     as_mask,
     attention_mask,
@@ -24,6 +25,7 @@ __all__ = [
     "DotProductAttention",
     "Dropout",
     "KVCache",
+    "LazyMultiHeadAttention",
     "MultiHeadAttention",
     "NWKernelRegression",
     "NadarayaWatson",

@@ -12,7 +12,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from attnkit._validate import positive_int, probability
+from attnkit._validate import check_qkv, positive_int, probability
 from attnkit.attention.masking import masked_softmax
 from attnkit.attention.recording import note_weights
 
@@ -58,29 +58,13 @@ class BilinearAttention(nn.Module):
         valid_lens: Tensor | None = None,
         need_weights: bool = False,
     ) -> Tensor | tuple[Tensor, Tensor]:  # (B, Q, Dv), and weights (B, Q, K)
-        for name, t in (("queries", queries), ("keys", keys), ("values", values)):
-            if not isinstance(t, Tensor) or not t.is_floating_point():
-                raise TypeError(
-                    f"{name} must be a floating-point tensor, got {getattr(t, 'dtype', type(t))}"
-                )
-            if t.dim() != 3:
-                raise ValueError(f"{name} must be 3-D (B, T, D), got shape {tuple(t.shape)}")
+        check_qkv(queries, keys, values, same_width=False)
         if queries.shape[-1] != self.query_size:
             raise ValueError(
                 f"queries must be (B, Q, {self.query_size}), got {tuple(queries.shape)}"
             )
         if keys.shape[-1] != self.key_size:
             raise ValueError(f"keys must be (B, K, {self.key_size}), got {tuple(keys.shape)}")
-        if not queries.shape[0] == keys.shape[0] == values.shape[0]:
-            raise ValueError(
-                "queries, keys and values must share the batch size, got "
-                f"{queries.shape[0]}, {keys.shape[0]} and {values.shape[0]}"
-            )
-        if keys.shape[1] != values.shape[1]:
-            raise ValueError(
-                f"keys and values must have the same length K, got {keys.shape[1]} "
-                f"and {values.shape[1]}"
-            )
         weights = masked_softmax(self.scores(queries, keys), valid_lens)
         self.attention_weights = weights
         note_weights(self, weights)  # into this thread's record_attention() block

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from attnkit._validate import integer
+
 __all__ = [
     "NWData",
     "NWKernelRegression",
@@ -87,8 +89,7 @@ class NWData:
 
 def make_nw_data(n_train: int = 50, seed: int = 0, noise: float = 0.5) -> NWData:
     """The book's data: x ~ sort(U(0, 5)), y = 2 sin x + x^0.8 + N(0, noise), test grid 0:5:0.1."""
-    if n_train < 2:
-        raise ValueError(f"n_train must be at least 2 (leave-one-out), got {n_train}")
+    integer("n_train", n_train, minimum=2)  # leave-one-out needs another point
     g = torch.Generator().manual_seed(seed)
     x_train, _ = torch.sort(torch.rand(n_train, generator=g) * 5)
     y_train = nw_target(x_train) + torch.normal(0.0, noise, (n_train,), generator=g)

@@ -23,6 +23,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from attnkit._validate import boolean
+
 __all__ = ["KVCache"]
 
 
@@ -44,9 +46,7 @@ class KVCache:
                     "keys and values must share (B, H, T), got "
                     f"{tuple(keys.shape)} and {tuple(values.shape)}"
                 )
-        if not isinstance(static, bool):
-            raise TypeError(f"static must be a bool, got {static!r}")
-        self.keys, self.values, self.static = keys, values, static
+        self.keys, self.values, self.static = keys, values, boolean("static", static)
 
     def __len__(self) -> int:
         """Positions held (T)."""

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnkit._validate import positive_int, probability
+from attnkit._validate import boolean, optional, positive_int, probability
 from attnkit.attention import key_padding
 from attnkit.attention.kv_cache import KVCache
 from attnkit.attention.masking import attention_mask
@@ -84,10 +84,9 @@ class MultiHeadAttention(nn.Module):
                 f"num_hiddens ({num_hiddens}) must be divisible by num_heads ({num_heads})"
             )
         same_width = len(set(sizes.values())) == 1
+        fused_qkv = optional(boolean, "fused_qkv", fused_qkv)
         if fused_qkv is None:
             fused_qkv = same_width
-        elif not isinstance(fused_qkv, bool):
-            raise TypeError(f"fused_qkv must be a bool or None, got {fused_qkv!r}")
         elif fused_qkv and not same_width:
             raise ValueError(f"fused_qkv=True needs equal query, key and value sizes, got {sizes}")
         self.num_heads, self.num_hiddens = num_heads, num_hiddens
@@ -97,18 +96,24 @@ class MultiHeadAttention(nn.Module):
         self.record_weights = record_weights
         self.skip_key_padding = bool(skip_key_padding)
         self.fused_qkv = fused_qkv
+        linear = self._projection_layer
         if fused_qkv:
-            self.W_qkv = nn.Linear(self.query_size, 3 * num_hiddens, bias=bias)  # rows q, k, v
+            self.W_qkv = linear(self.query_size, 3 * num_hiddens, bias)  # rows q, k, v
         else:
-            self.W_q = nn.Linear(self.query_size, num_hiddens, bias=bias)
-            self.W_k = nn.Linear(self.key_size, num_hiddens, bias=bias)
-            self.W_v = nn.Linear(self.value_size, num_hiddens, bias=bias)
-        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+            self.W_q = linear(self.query_size, num_hiddens, bias)
+            self.W_k = linear(self.key_size, num_hiddens, bias)
+            self.W_v = linear(self.value_size, num_hiddens, bias)
+        self.W_o = linear(num_hiddens, num_hiddens, bias)
         self.attention_weights: Tensor | None = None  # (B, H, Q, K) of the last forward
 
     def wants_weights(self) -> bool:
         """Whether a forward computes the exact weights without being asked to return them."""
         return self.record_weights or recording()
+
+    def _projection_layer(self, in_features: int, out_features: int, bias: bool) -> nn.Module:
+        """One of W_q, W_k, W_v (or W_qkv) and W_o: an ``nn.Linear``. A subclass may build
+        another kind (``LazyMultiHeadAttention``: ``nn.LazyLinear``)."""
+        return nn.Linear(in_features, out_features, bias=bias)
 
     # -- projections ----------------------------------------------------------------
     def _linear(self, first: int, count: int, X: Tensor) -> Tensor:

@@ -1,7 +1,7 @@
 """``attnkit demo``: the main job (``make demo``).
 
-Trains the default Transformer on the generated English-French corpus (no network,
-a few minutes on 2 CPU cores), then reports test BLEU and chrF (sacrebleu), shows
+Trains the ``demo`` recipe (``attnkit.training.recipes``: the small Transformer on the
+generated English-French corpus; no network, a few minutes on 2 CPU cores), then reports test BLEU and chrF (sacrebleu), shows
 example translations, and writes the checkpoint, the training curve and attention
 heatmaps. A second run finds the finished checkpoint and only reports (``--fresh``
 trains again).
@@ -15,19 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["DEMO_PRESET", "DEMO_TRAIN", "register", "run_demo"]
+__all__ = ["register", "run_demo"]
 
-DEMO_PRESET = "small"
-# training settings of the demo (see the README for the measured BLEU and time)
-DEMO_TRAIN = dict(
-    epochs=16,
-    lr=0.003,
-    batch_tokens=2000,
-    schedule="inverse_sqrt",
-    warmup_steps=200,
-    label_smoothing=0.1,
-    bleu_sentences=300,
-)
 DEMO_SENTENCES = [
     "the red car is big .",
     "we do not like the small green cars .",
@@ -36,13 +25,19 @@ DEMO_SENTENCES = [
 
 
 def register(sub) -> None:
+    from attnkit.training.recipes import RECIPES
+
+    demo = RECIPES["translate"]["demo"]
     p = sub.add_parser(
         "demo",
         help="the main job: train the default Transformer translator, report BLEU, draw attention",
     )
     p.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")
-    p.add_argument("--epochs", type=int, default=DEMO_TRAIN["epochs"])
-    p.add_argument("--num-pairs", type=int, default=20000, help="generated pairs (20000)")
+    p.add_argument(
+        "--epochs", type=int, default=None, help=f"training epochs (default {demo.train['epochs']})"
+    )
+    p.add_argument("--num-pairs", type=int, default=None,
+                   help=f"generated pairs (default {demo.data['num_pairs']})")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fresh", action="store_true", help="retrain even if a checkpoint exists")
     p.add_argument("--tour", action="store_true", help="also run the attention tour")
@@ -71,8 +66,8 @@ def _encodable(data, sentence: str) -> bool:
 def run_demo(
     out: Path,
     *,
-    epochs: int = DEMO_TRAIN["epochs"],
-    num_pairs: int = 20000,
+    epochs: int | None = None,
+    num_pairs: int | None = None,
     seed: int = 0,
     fresh: bool = False,
     tour: bool = False,
@@ -86,36 +81,35 @@ def run_demo(
     from attnkit.inference.attention_maps import plot_attention_maps
     from attnkit.inference.translator import Translator
     from attnkit.models.registry import build_model
-    from attnkit.models.transformer import PRESETS
-    from attnkit.training.translation import TrainConfig, Trainer
+    from attnkit.training.recipes import resolve
+    from attnkit.training.translation import Trainer
 
-    if epochs < 1:
+    if epochs is not None and epochs < 1:
         raise ValueError(f"--epochs must be >= 1, got {epochs}")
     start = time.perf_counter()
     ckpt = out / "transformer"
+    # the demo recipe, with the epochs, pairs and seed asked for
+    train = {"epochs": epochs, "seed": seed, "out_dir": str(ckpt), "progress": progress}
+    flags = {"train": train, "data": {"num_pairs": num_pairs}}
+    resolved = resolve("translate", arch="transformer", preset="demo", flags=flags)
+    train_cfg, data_args = resolved.train, dict(resolved.data)
+    epochs = train_cfg.epochs
     if fresh and ckpt.exists():
         shutil.rmtree(ckpt)
-    data_args = {"num_pairs": num_pairs, "seed": seed}
     print(f"attnkit demo: English -> French Transformer on the generated corpus (seed {seed})")
     data = load_translation_data(**data_args)
     print(
         f"  data: {len(data.train):,} train / {len(data.val):,} val / {len(data.test):,} test "
         f"pairs, vocabularies {len(data.src_vocab)} (en) / {len(data.tgt_vocab)} (fr)"
     )
-    model_config = dataclasses.asdict(PRESETS[DEMO_PRESET])
+    model_config = dataclasses.asdict(resolved.model)
     torch.manual_seed(seed)
     model = build_model("transformer", model_config, len(data.src_vocab), len(data.tgt_vocab))
     n_params = sum(p.numel() for p in model.parameters())
     print(
-        f"  model: Transformer preset {DEMO_PRESET!r} ({model_config['d_model']} wide, "
+        f"  model: Transformer, recipe 'demo' ({model_config['d_model']} wide, "
         f"{model_config['num_layers']} layers, {model_config['num_heads']} heads), "
         f"{n_params:,} parameters"
-    )
-    train_cfg = TrainConfig(
-        **{**DEMO_TRAIN, "epochs": epochs},
-        seed=seed,
-        out_dir=str(ckpt),
-        progress=progress,
     )
     trainer = Trainer(
         model, data, train_cfg, arch="transformer", model_config=model_config, data_args=data_args

@@ -7,11 +7,17 @@ without ``--data`` it trains on the corpus every Python ships (``pydoc_data.topi
 A checkpoint is saved after every epoch and on Ctrl-C/SIGTERM (after the current step);
 ``attnkit lm train --resume --out DIR`` continues it (model and data options not given
 are read from the checkpoint; given ones must match it).
+
+The model flags are ``LMConfig``'s fields, the training flags ``LMTrainConfig``'s (their
+help is the fields' documentation); settings resolve in
+``attnkit.training.recipes.resolve``: the ``book`` recipe's defaults < ``--preset`` < the
+checkpoint of ``--resume`` < the flags given.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -25,27 +31,30 @@ DEFAULT_PREFIXES = ("time traveller", "traveller")
 
 
 def register(sub) -> None:
+    from attnkit.cli.config_flags import add_config_flags
+    from attnkit.models.registry import LMConfig
+    from attnkit.training.lm import LMTrainConfig
+    from attnkit.training.recipes import DEFAULTS, RECIPES
+
+    defaults = DEFAULTS["lm"]
+    data_default = defaults.data
     p = sub.add_parser("lm", help="recurrent language models (RNN, GRU, LSTM): train, generate")
     verbs = p.add_subparsers(dest="lm_command", metavar="VERB")
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
     t = verbs.add_parser("train", help="train a character (or word) language model")
-    # model/data options default to None: a new run fills in the defaults below, --resume
-    # the checkpoint's values (and refuses given values that differ from them)
-    t.add_argument("--cell", choices=["rnn", "gru", "lstm"], default=None, help="default gru")
+    # every setting defaults to None: a new run fills in the recipe's, --resume the
+    # checkpoint's (and refuses model/data options that differ from them)
     t.add_argument(
-        "--scratch", action="store_true", default=None, help="cells written from the equations"
+        "--preset",
+        metavar="NAME",
+        help=f"a named recipe (attnkit.training.recipes): {', '.join(RECIPES['lm'])}; "
+        f"default {defaults.name}; flags override it",
     )
-    t.add_argument(
-        "--reset-after",
-        action="store_true",
-        default=None,
-        help="scratch GRU in nn.GRU's form (see docs)",
-    )
-    t.add_argument("--layers", type=int, default=None, help="stacked layers (default 1)")
-    t.add_argument("--bidirectional", action="store_true", default=None)
-    t.add_argument("--hiddens", type=int, default=None, help="hidden width (default 256)")
-    src = t.add_mutually_exclusive_group()
+    model = t.add_argument_group("model (fields of LMConfig)")
+    add_config_flags(model, LMConfig, prefix="model__", defaults=dataclasses.asdict(defaults.model))
+    data = t.add_argument_group("data")
+    src = data.add_mutually_exclusive_group()
     src.add_argument("--data", metavar="FILE", help="a local text file (e.g. timemachine.txt)")
     src.add_argument(
         "--dataset",
@@ -53,21 +62,18 @@ def register(sub) -> None:
         default=None,
         help="builtin: Python's pydoc topics, offline (default); time_machine: download",
     )
-    t.add_argument("--token", choices=["char", "word"], default=None, help="default char")
-    t.add_argument("--max-tokens", type=int, default=None, help="-1 for all (default 10000)")
-    t.add_argument("--batch-size", type=int, default=None, help="default 32")
-    t.add_argument("--num-steps", type=int, default=None, help="default 35")
-    t.add_argument(
-        "--random-iter",
-        action="store_true",
-        default=None,
-        help="random sampling, not sequential",
-    )
-    t.add_argument("--epochs", type=int, default=None, help="total epochs (default 500)")
-    t.add_argument("--lr", type=float, default=None, help="default 1 for sgd, 0.01 for adam")
-    t.add_argument("--optimizer", choices=["sgd", "adam"], default=None, help="default sgd")
-    t.add_argument("--clip", type=float, default=None, help="gradient-norm bound (default 1)")
-    t.add_argument("--seed", type=int, default=None, help="default 0")
+    data.add_argument("--token", choices=["char", "word"], default=None,
+                      help=f"default {data_default['token']}")  # fmt: skip
+    data.add_argument("--max-tokens", type=int, default=None,
+                      help=f"-1 for all (default {data_default['max_tokens']})")  # fmt: skip
+    data.add_argument("--batch-size", type=int, default=None,
+                      help=f"the global batch (default {data_default['batch_size']})")  # fmt: skip
+    data.add_argument("--num-steps", type=int, default=None,
+                      help=f"time steps per batch (default {data_default['num_steps']})")  # fmt: skip
+    data.add_argument("--random-iter", action="store_true", default=None,
+                      help="random sampling, not sequential")  # fmt: skip
+    train = t.add_argument_group("training (fields of LMTrainConfig)")
+    add_config_flags(train, LMTrainConfig, prefix="train__", defaults=defaults.train)
     t.add_argument("--device", default="cpu", help="cpu, cuda, cuda:0 ... (default cpu)")
     t.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     t.add_argument("--out", default="runs/lm", help="checkpoint folder (default runs/lm)")
@@ -101,9 +107,9 @@ def register(sub) -> None:
     g.set_defaults(func=run_generate)
 
 
-def _positive(name: str, value: int) -> None:
+def _positive(flag: str, value: int) -> None:
     if value <= 0:
-        raise ValueError(f"--{name} must be positive, got {value}")
+        raise ValueError(f"{flag} must be positive, got {value}")
 
 
 def _prepare_prefix(prefix: str) -> str:
@@ -114,33 +120,6 @@ def _prepare_prefix(prefix: str) -> str:
     if norm != prefix:
         print(f"prefix normalized like the corpus: {prefix!r} -> {norm!r}", file=sys.stderr)
     return norm
-
-
-# (argument, config key, default of a new run): options a resumed run must keep
-_FIXED = (
-    ("cell", "cell", "gru"),
-    ("scratch", "scratch", False),
-    ("reset_after", "reset_after", False),
-    ("hiddens", "num_hiddens", 256),
-    ("layers", "num_layers", 1),
-    ("bidirectional", "bidirectional", False),
-    ("source", "data", "builtin"),
-    ("token", "token", "char"),
-    ("max_tokens", "max_tokens", 10000),
-    ("batch_size", "batch_size", 32),
-    ("num_steps", "num_steps", 35),
-    ("random_iter", "use_random_iter", False),
-    ("seed", "seed", 0),
-    ("optimizer", "optimizer", "sgd"),
-)
-# options a resumed run may change (taken from the checkpoint when not given)
-_FREE = (("epochs", "epochs", 500), ("lr", "lr", None), ("clip", "clip", 1.0))
-
-
-def _flag(name: str) -> str:
-    return {"source": "--data/--dataset", "random_iter": "--random-iter"}.get(
-        name, "--" + name.replace("_", "-")
-    )
 
 
 def _checkpoint_config(out: Path) -> dict | None:
@@ -155,15 +134,19 @@ def _checkpoint_config(out: Path) -> dict | None:
     return config if isinstance(config, dict) else {}
 
 
-def _resolve_options(a: argparse.Namespace) -> dict | None:
-    """Fill the options left out: from the checkpoint with --resume, else the defaults.
+def _resolve(a: argparse.Namespace):
+    """The run's settings (``Resolved``): the recipe's, the checkpoint's with --resume, the
+    flags given.
 
     Refuses to train into a used folder without --resume/--overwrite and, with --resume,
-    model/data options that differ from the checkpoint's. Returns the checkpoint's
-    config when resuming one, else None.
+    a checkpoint it cannot continue (model/data options that differ from it are refused
+    by the resolution).
     """
+    from attnkit.checkpoint import read_checkpoint_config
+    from attnkit.cli.config_flags import given_flags
+    from attnkit.training.recipes import resolve
+
     out = Path(a.out)
-    a.source = a.data if a.data else a.dataset
     if a.resume and a.overwrite:
         raise ValueError("--resume and --overwrite exclude each other: continue or replace")
     previous = _checkpoint_config(out)
@@ -181,57 +164,42 @@ def _resolve_options(a: argparse.Namespace) -> dict | None:
     if not a.resume or previous is None:
         if a.resume and os.environ.get("RANK", "0") == "0":
             print(f"note: no checkpoint in {out} yet; starting a new run", file=sys.stderr)
-        for name, _, default in (*_FIXED, *_FREE):
-            if getattr(a, name) is None:
-                setattr(a, name, default)
-        return None
-    if "cell" not in previous:
+        previous = None
+    elif "cell" not in previous:
         raise ValueError(
             f"{out} holds a translation checkpoint, not a language model from `attnkit lm train`"
         )
-    if previous.get("format") is None or "trainer" not in previous.get("files", {}):
+    elif previous.get("format") is None:
+        read_checkpoint_config(out, task="lm")  # the layout before the one format: one error
+    elif "trainer" not in previous.get("files", {}):
         raise ValueError(
-            f"{out} holds a language model without training state in the current format "
-            "(the layout of an older attnkit, whose trainer.pt this version does not read), so "
-            "it cannot be resumed; `attnkit lm generate` still reads it. Pass --overwrite to "
-            "replace it, or --out for a new folder"
+            f"{out} holds a language model without training state (weights only), so it "
+            "cannot be resumed. Pass --overwrite to replace it, or --out for a new folder"
         )
-    changed = []
-    for name, key, default in _FIXED:
-        given, saved = getattr(a, name), previous.get(key, default)
-        if given is not None and given != saved:
-            changed.append(f"{_flag(name)} {given!r} (checkpoint: {saved!r})")
-        setattr(a, name, saved)
-    if changed:
-        raise ValueError(
-            f"cannot resume {out} with other model/data options: {', '.join(changed)}; "
-            "leave them out (they are read from the checkpoint), or train into a new --out"
-        )
-    for name, key, default in _FREE:
-        if getattr(a, name) is None:
-            setattr(a, name, previous.get(key, default))
-    return previous
+    data = {"source": a.data or a.dataset, "token": a.token, "max_tokens": a.max_tokens,
+            "batch_size": a.batch_size, "num_steps": a.num_steps, "use_random_iter": a.random_iter}  # fmt: skip
+    flags = {"model": given_flags(a, "model__"), "train": given_flags(a, "train__"), "data": data}
+    return resolve("lm", preset=a.preset, checkpoint=previous, flags=flags, where=str(out))
 
 
 def run_train(a: argparse.Namespace) -> int:
     from attnkit import distributed
 
-    sizes = ("layers", "hiddens", "batch_size", "num_steps", "epochs", "num_preds")
-    for name in sizes:  # the given ones first: before looking at --out
-        if getattr(a, name) is not None:
-            _positive(name.replace("_", "-"), getattr(a, name))
-    _resolve_options(a)
-    for name in sizes:
-        _positive(name.replace("_", "-"), getattr(a, name))
-    if a.reset_after and not (a.scratch and a.cell == "gru"):
-        raise ValueError("--reset-after needs --scratch --cell gru")
+    sizes = {"--layers": a.model__num_layers, "--hiddens": a.model__num_hiddens,
+             "--batch-size": a.batch_size, "--num-steps": a.num_steps,
+             "--epochs": a.train__epochs, "--num-preds": a.num_preds}  # fmt: skip
+    for flag, value in sizes.items():  # the given ones: before looking at --out
+        if value is not None:
+            _positive(flag, value)
+    resolved = _resolve(a)
+    batch_size = resolved.data["batch_size"]
     _, world, _ = distributed.world_from_env()
     if a.nproc is not None:
-        _positive("nproc", a.nproc)
+        _positive("--nproc", a.nproc)
     processes = a.nproc if world == 1 and a.nproc is not None else world
-    if processes > a.batch_size:
+    if processes > batch_size:
         raise ValueError(
-            f"--batch-size {a.batch_size} is the global batch, split by rows over "
+            f"--batch-size {batch_size} is the global batch, split by rows over "
             f"{processes} processes: it must be at least {processes}"
         )
     if processes > 1 and world == 1:
@@ -239,96 +207,85 @@ def run_train(a: argparse.Namespace) -> int:
         return distributed.launch(processes, distributed.without_nproc(a.argv))
     rank, world = distributed.init_from_env(a.device)
     try:
-        return _train(a, rank, world)
+        return _train(a, resolved, rank, world)
     finally:
         distributed.cleanup()
 
 
-def _train(a: argparse.Namespace, rank: int, world: int) -> int:
+def _train(a: argparse.Namespace, resolved, rank: int, world: int) -> int:
     import matplotlib.pyplot as plt
 
     from attnkit.checkpoint import atomic_write
+    from attnkit.cli.config_flags import describe
     from attnkit.data.lm import load_lm_data
     from attnkit.inference.generation import generate
     from attnkit.metrics import perplexity
-    from attnkit.models.rnn import build_lm
-    from attnkit.training.engine import Engine, EngineConfig
+    from attnkit.training.engine import Engine
     from attnkit.training.lm import LMHistory, LMTask
     from attnkit.viz import plot_curves
 
     say = print if rank == 0 else (lambda *args, **kwargs: None)
     if a.threads:
         torch.set_num_threads(a.threads)
-    lr = a.lr if a.lr is not None else (1.0 if a.optimizer == "sgd" else 0.01)
-    source = a.source
-    out = Path(a.out)
-    torch.manual_seed(a.seed)
+    m, c, d = resolved.model, resolved.train, resolved.data  # model, training, data
+    source, out = d["source"], Path(a.out)
+    say(f"settings: {describe(resolved)}")
+    torch.manual_seed(c.seed)
     loader, vocab = load_lm_data(
-        a.batch_size,
-        a.num_steps,
+        d["batch_size"],
+        d["num_steps"],
         source,
-        token=a.token,
-        max_tokens=a.max_tokens,
-        use_random_iter=a.random_iter,
-        seed=a.seed,
+        token=d["token"],
+        max_tokens=d["max_tokens"],
+        use_random_iter=d["use_random_iter"],
+        seed=c.seed,
         rank=rank,
         world_size=world,
     )
     device = torch.device(a.device)
-    model = build_lm(
-        a.cell,
-        len(vocab),
-        a.hiddens,
-        a.layers,
-        a.bidirectional,
-        a.scratch,
-        reset_after=a.reset_after,
-    ).to(device)
+    model = m.build(len(vocab)).to(device)
     run_config = {
-        "cell": a.cell,
-        "scratch": a.scratch,
-        "reset_after": a.reset_after,
-        "num_hiddens": a.hiddens,
-        "num_layers": a.layers,
-        "bidirectional": a.bidirectional,
-        "token": a.token,
+        "cell": m.cell,
+        "scratch": m.scratch,
+        "reset_after": m.reset_after,
+        "num_hiddens": m.num_hiddens,
+        "num_layers": m.num_layers,
+        "bidirectional": m.bidirectional,
+        "token": d["token"],
         "preprocess": "letters-lowercase",
         "data": str(source),
-        "max_tokens": a.max_tokens,
-        "batch_size": a.batch_size,
-        "num_steps": a.num_steps,
-        "use_random_iter": a.random_iter,
-        "epochs": a.epochs,
-        "optimizer": a.optimizer,
-        "lr": lr,
-        "clip": a.clip,
-        "seed": a.seed,
+        "max_tokens": d["max_tokens"],
+        "batch_size": d["batch_size"],
+        "num_steps": d["num_steps"],
+        "use_random_iter": d["use_random_iter"],
+        "epochs": c.epochs,
+        "optimizer": c.optimizer,
+        "lr": c.lr,
+        "clip": c.clip,
+        "seed": c.seed,
         "processes": world,
     }
-    config = EngineConfig(
-        epochs=a.epochs, lr=lr, clip=a.clip if a.clip > 0 else None, optimizer=a.optimizer,
-        beta2=0.999, seed=None, out_dir=str(out), device=a.device,
-        progress=not a.no_progress, log_every=max(1, a.epochs // 20),
-    )  # fmt: skip
-    task = LMTask(loader, use_random_iter=a.random_iter, vocab=vocab, run_config=run_config)
+    config = c.engine_config(out_dir=str(out), device=a.device, progress=not a.no_progress)
+    task = LMTask(loader, use_random_iter=d["use_random_iter"], vocab=vocab, run_config=run_config)
     engine = Engine(model, task, config)
     if a.resume and (out / "config.json").is_file():
         engine.resume()
         for group in engine.optimizer.param_groups:  # --lr may change on resume
-            group["lr"] = lr
-        if engine.epoch >= a.epochs:
+            group["lr"] = c.lr
+        if engine.epoch >= c.epochs:
             say(
-                f"nothing to train: {out} is at epoch {engine.epoch} of --epochs {a.epochs} "
+                f"nothing to train: {out} is at epoch {engine.epoch} of --epochs {c.epochs} "
                 "(pass a larger --epochs to train on)"
             )
             return 0
-    kind = ("scratch " if a.scratch else "torch.nn ") + a.cell.upper()
+    kind = ("scratch " if m.scratch else "torch.nn ") + m.cell.upper()
     if world > 1:
-        say(f"distributed: {world} processes; --batch-size {a.batch_size} is global")
+        say(f"distributed: {world} processes; --batch-size {d['batch_size']} is global")
     say(
-        f"{kind}: {a.layers} layer(s){', bidirectional' if a.bidirectional else ''}, "
-        f"{a.hiddens} hiddens, vocab {len(vocab)}, corpus {len(loader.corpus)} {a.token} tokens "
-        f"from {source}; {a.optimizer} lr {lr}, clip {a.clip}, {a.epochs} epochs"
+        f"{kind}: {m.num_layers} layer(s){', bidirectional' if m.bidirectional else ''}, "
+        f"{m.num_hiddens} hiddens, vocab {len(vocab)}, corpus {len(loader.corpus)} "
+        f"{d['token']} tokens from {source}; {c.optimizer} lr {c.lr}, clip {c.clip}, "
+        f"{c.epochs} epochs"
     )
     if a.resume and engine.step:
         at = f", batch {engine.batch_in_epoch} of epoch {engine.epoch + 1}"
@@ -350,13 +307,13 @@ def _train(a: argparse.Namespace, rank: int, world: int) -> int:
     atomic_write(out / "perplexity.png", lambda tmp: fig.savefig(tmp, format="png", dpi=120))
     plt.close(fig)  # written: do not keep it open in this process
     samples = []
-    prefixes = DEFAULT_PREFIXES if a.token == "char" else ("the",)
-    gen = torch.Generator().manual_seed(a.seed)
+    prefixes = DEFAULT_PREFIXES if d["token"] == "char" else ("the",)
+    gen = torch.Generator().manual_seed(c.seed)
     for prefix in prefixes:
-        text = generate(model, vocab, prefix, a.num_preds, token=a.token, unknown="unk")
+        text = generate(model, vocab, prefix, a.num_preds, token=d["token"], unknown="unk")
         samples.append(f"greedy          | {text}")
         text = generate(
-            model, vocab, prefix, a.num_preds, temperature=0.8, generator=gen, token=a.token,
+            model, vocab, prefix, a.num_preds, temperature=0.8, generator=gen, token=d["token"],
             unknown="unk",
         )  # fmt: skip
         samples.append(f"temperature 0.8 | {text}")

@@ -11,7 +11,10 @@ Architectures come from the model registry (``attnkit.models.registry``): every 
 of every registered arch's config dataclass becomes a flag (``--num-hiddens 64``; a name
 that clashes with another flag gets a ``--model-`` prefix, e.g. ``--model-max-len``), and
 ``--model-config KEY=VALUE`` passes any field by name. A flag that the chosen arch's
-config does not have is an error. Without ``--data`` the generated EN-FR corpus is used.
+config does not have is an error. The training flags are ``TrainConfig``'s fields, their
+help its fields' documentation (``attnkit.cli.config_flags``). Without ``--data`` the
+generated EN-FR corpus is used. Settings resolve in ``attnkit.training.recipes.resolve``:
+defaults < ``--preset`` < the checkpoint of ``--resume`` < the flags given.
 """
 
 from __future__ import annotations
@@ -27,62 +30,6 @@ from typing import Any
 from attnkit.cli.translate_trained import check_device, run_average, run_eval, run_run
 
 __all__ = ["register", "run_train"]
-
-
-def _minutes(text: str) -> float:
-    """Minutes on the command line -> seconds in the config."""
-    return 60.0 * float(text)
-
-
-# flag name -> (attribute in TrainConfig, type, help)
-_TRAIN_FLAGS: dict[str, tuple[str, Any, str]] = {
-    "--epochs": ("epochs", int, "total epochs (with --resume: including those done)"),
-    "--lr": ("lr", float, "learning rate (peak lr with --schedule inverse_sqrt)"),
-    "--batch-tokens": (
-        "batch_tokens",
-        int,
-        "the GLOBAL batch: padded source + target tokens per batch, all processes together "
-        "(with --nproc/torchrun each process takes its share)",
-    ),
-    "--clip": ("clip", float, "max gradient norm (default 1.0)"),
-    "--label-smoothing": ("label_smoothing", float, "default 0"),
-    "--optimizer": ("optimizer", str, "adam (default) or sgd"),
-    "--beta1": ("beta1", float, "Adam beta1 (default 0.9)"),
-    "--beta2": ("beta2", float, "Adam beta2 (default 0.98, Vaswani et al.; the book: 0.999)"),
-    "--schedule": (
-        "schedule",
-        str,
-        "constant (default), inverse_sqrt, or linear_to_budget (decays to 0 at --time-budget)",
-    ),
-    "--warmup-steps": ("warmup_steps", int, "warm-up steps of inverse_sqrt/linear_to_budget"),
-    "--seed": ("seed", int, "seed of the model init, batches and data split (default 0)"),
-    "--eval-every": ("eval_every", int, "validate + checkpoint every N epochs (default 1)"),
-    "--bleu-sentences": (
-        "bleu_sentences",
-        int,
-        "val sentences decoded for BLEU, spread over the split (default 200)",
-    ),
-    "--device": ("device", str, "cpu, cuda, cuda:0 ... (default cpu)"),
-    "--precision": ("precision", str, "fp32 (default) or bf16 (autocast of each step's forward)"),
-    "--accum": ("accum_steps", int, "batches per optimizer step (gradient accumulation)"),
-    "--time-budget": (
-        "time_budget_s",
-        float,
-        "stop cleanly after SECONDS of training: save, evaluate, report (resumable)",
-    ),
-    "--snapshot-every-steps": (
-        "snapshot_every_steps",
-        int,
-        "also save the weights every N steps in OUT/snapshots (for `translate average`)",
-    ),
-    "--snapshot-every-minutes": (
-        "snapshot_every_s",
-        _minutes,
-        "also save the weights every M minutes of training in OUT/snapshots",
-    ),
-    "--keep-snapshots": ("keep_snapshots", int, "keep only the newest N snapshots (0: all)"),
-}
-_DEFAULT_TRAIN = {"epochs": 30, "batch_tokens": 2048, "lr": 0.005}
 
 
 def _arch_fields() -> dict[str, tuple[type, list[str]]]:
@@ -107,7 +54,12 @@ def _bool(text: str) -> bool:
 
 
 def register(sub) -> None:
+    from attnkit.cli.config_flags import add_config_flags
     from attnkit.models.registry import available_archs
+    from attnkit.training.recipes import DEFAULTS, RECIPES
+    from attnkit.training.translation import TrainConfig
+
+    presets = "; ".join(f"{n} (--arch {r.arch})" for n, r in RECIPES["translate"].items())
 
     p = sub.add_parser("translate", help="English -> French translation: train, eval, run")
     verbs = p.add_subparsers(dest="translate_command", metavar="VERB")
@@ -120,9 +72,9 @@ def register(sub) -> None:
     t.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --out")
     t.add_argument(
         "--preset",
-        help="named recipe of the arch (transformer: book, small, base): its model config, and "
-        "for base the training settings for real data (attnkit.training.presets); flags "
-        "override it",
+        metavar="NAME",
+        help="a named recipe (attnkit.training.recipes): its model config, training and data "
+        f"settings; flags override it. {presets}",
     )
     t.add_argument(
         "--nproc",
@@ -154,9 +106,8 @@ def register(sub) -> None:
         action="store_true",
         help="one subword model per language (default: one joint model for both)",
     )
-    opt = t.add_argument_group("training")
-    for flag, (field, typ, help_) in _TRAIN_FLAGS.items():
-        opt.add_argument(flag, dest=field, type=typ, default=None, help=help_)
+    opt = t.add_argument_group("training (fields of TrainConfig)")
+    add_config_flags(opt, TrainConfig, prefix="train__", defaults=DEFAULTS["translate"].train)
     opt.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     opt.add_argument("--no-progress", action="store_true", help="no progress bar")
     model = t.add_argument_group("model (fields of the arch's config; see the registry)")
@@ -265,26 +216,32 @@ def _model_overrides(args: argparse.Namespace, arch: str) -> dict[str, Any]:
     return given
 
 
+_DATA_KEYS = ("data", "num_examples", "num_pairs", "max_len", "min_freq", "val_fraction",
+              "test_fraction", "tokenizer", "vocab_size", "subword_type")  # fmt: skip
+
+
 def run_train(args: argparse.Namespace) -> int:
     import torch
 
     from attnkit import distributed
     from attnkit.checkpoint import read_checkpoint_config
+    from attnkit.cli.config_flags import describe, given_flags
     from attnkit.data.subword import SubwordTokenizer
     from attnkit.data.translation import load_translation_data
-    from attnkit.models.registry import arch_config, build_model
-    from attnkit.training.presets import preset_settings
-    from attnkit.training.translation import TrainConfig, Trainer
+    from attnkit.models.registry import build_model
+    from attnkit.training.recipes import resolve
+    from attnkit.training.translation import Trainer
 
-    if args.device is not None:
-        check_device(args.device)
+    train_flags = given_flags(args, "train__")
+    if "device" in train_flags:
+        check_device(train_flags["device"])
     _, world, _ = distributed.world_from_env()
     if args.nproc is not None and args.nproc < 1:
         raise ValueError(f"--nproc must be a positive int, got {args.nproc}")
     if args.nproc is not None and args.nproc > 1 and world == 1:
         # relaunch this very command in N processes (what torchrun would do)
         return distributed.launch(args.nproc, distributed.without_nproc(args.argv))
-    budget = args.time_budget_s
+    budget = train_flags.get("time_budget_s")
     if budget is not None and not (math.isfinite(budget) and budget > 0):
         raise ValueError(f"--time-budget must be a positive number of seconds, got {budget:g}")
     if args.threads is not None:
@@ -316,64 +273,21 @@ def run_train(args: argparse.Namespace) -> int:
             f"{existing.get('epoch')}); pass --resume to continue it, --overwrite to "
             "replace it, or --out for a new folder"
         )
-
-    overrides = _model_overrides(args, arch)
-    preset_train: dict[str, Any] = {}
-    preset_data: dict[str, Any] = {}
-    if args.preset is not None:
-        if previous is not None:
-            raise ValueError("--preset cannot be combined with --resume (the checkpoint has one)")
-        preset_model, preset_train, preset_data = preset_settings(
-            arch, args.preset, time_budget=args.time_budget_s
-        )
-        overrides = {**preset_model, **overrides}
-    if previous is not None:
-        model_config = dict(previous["model_config"])
-        changed = {k: v for k, v in overrides.items() if model_config.get(k) != v}
-        if changed:
-            raise ValueError(f"cannot change the model config of a checkpoint: {changed}")
-        data_args = dict(previous["data_args"])
-        train_dict = dict(previous["train_config"])
-    else:
-        model_config = dataclasses.asdict(arch_config(arch, overrides))
-        data_args = {"data": args.data, "seed": args.seed or 0}
-        for key in (
-            "num_examples",
-            "num_pairs",
-            "max_len",
-            "min_freq",
-            "val_fraction",
-            "test_fraction",
-            "tokenizer",
-            "vocab_size",
-            "subword_type",
-        ):
-            if getattr(args, key) is not None:
-                data_args[key] = getattr(args, key)
-        if args.separate_vocab:
-            data_args["joint_vocab"] = False
-        if data_args.get("tokenizer") == "sentencepiece":
-            data_args = {**preset_data, **data_args}
-        flags = {"vocab_size": "--vocab-size", "subword_type": "--subword-type",
-                 "joint_vocab": "--separate-vocab"}  # fmt: skip
-        given = [flag for key, flag in flags.items() if key in data_args]
-        if given and data_args.get("tokenizer") != "sentencepiece":
-            raise ValueError(f"{', '.join(given)}: only with --tokenizer sentencepiece")
-        train_dict = {**TrainConfig().to_dict(), **_DEFAULT_TRAIN, **preset_train}
-    if previous is not None and (args.data is not None and args.data != data_args.get("data")):
-        raise ValueError(
-            f"checkpoint {out} was trained on {data_args.get('data')!r}, not {args.data!r}"
-        )
-    for _, (field, _, _) in _TRAIN_FLAGS.items():
-        value = getattr(args, field)
-        if value is not None:
-            train_dict[field] = value
-    train_dict["out_dir"] = str(out)
-    train_dict["progress"] = not args.no_progress
-    config = TrainConfig.from_dict(train_dict)
+    data_flags = {key: getattr(args, key) for key in _DATA_KEYS}
+    data_flags["joint_vocab"] = False if args.separate_vocab else None
+    train_flags.update(out_dir=str(out), progress=not args.no_progress)
+    flags = {"model": _model_overrides(args, arch), "train": train_flags, "data": data_flags}
+    resolved = resolve("translate", arch=arch, preset=args.preset, checkpoint=previous,
+                       flags=flags, where=str(out))  # fmt: skip
+    config, data_args = resolved.train, dict(resolved.data)
+    # a resumed run records its checkpoint's model config as it is
+    model_config = (
+        dict(previous["model_config"]) if previous else dataclasses.asdict(resolved.model)
+    )
 
     rank, world = distributed.init_from_env(config.device)
     say = print if rank == 0 else (lambda *a, **k: None)
+    say(f"settings: {describe(resolved)}")
     subword = None
     if previous is not None and previous["data"].get("tokenizer") is not None:
         subword = SubwordTokenizer.load(out, previous["data"]["tokenizer"])  # as trained

@@ -10,6 +10,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from attnkit import attention as _att
+from attnkit._validate import positive_int
 from attnkit.models import transformer as _tf
 from attnkit.viz import show_heatmaps as _show_heatmaps
 
@@ -99,13 +100,7 @@ class MultiHeadAttention(_RecordInEval, _att.MultiHeadAttention):
 
 
 def _check_heads(fn: str, X, num_heads, expected_shape: str) -> None:
-    if isinstance(num_heads, bool) or not isinstance(num_heads, int):
-        raise TypeError(
-            f"{fn}: num_heads must be a positive int, got {num_heads!r} "
-            f"({type(num_heads).__name__})"
-        )
-    if num_heads <= 0:
-        raise ValueError(f"{fn}: num_heads must be a positive int, got {num_heads}")
+    positive_int(f"{fn}: num_heads", num_heads)
     if not isinstance(X, Tensor):
         raise TypeError(f"{fn}: X must be a torch.Tensor {expected_shape}, got {type(X).__name__}")
     if X.dim() != 3:

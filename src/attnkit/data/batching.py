@@ -12,11 +12,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from attnkit._validate import boolean, index, positive_int, probability
+
 __all__ = [
     "Pair",
     "TranslationBatch",
     "bucket_batches",
-    "check_fraction",
+    "check_fractions",
     "pad_ids",
     "padding_efficiency",
     "split_by_source",
@@ -65,12 +67,7 @@ def split_by_source(
     corpus) the sizes are exactly the rounded targets, as before. Within a split, indices keep corpus order. (The name is historical: the
     splits never share a target sentence either.)
     """
-    check_fraction("val_fraction", val_fraction)
-    check_fraction("test_fraction", test_fraction)
-    if val_fraction + test_fraction >= 1:
-        raise ValueError(
-            f"val_fraction + test_fraction must be < 1, got {val_fraction} + {test_fraction}"
-        )
+    check_fractions(val_fraction, test_fraction)
     groups = _sentence_groups(pairs)
     random.Random(f"attnkit-split:{seed}").shuffle(groups)
     n_test = round(test_fraction * len(pairs))
@@ -123,9 +120,14 @@ def _sentence_groups(pairs: Sequence[tuple[list[str], list[str]]]) -> list[list[
     return list(groups.values())
 
 
-def check_fraction(name: str, value: float) -> None:
-    if not isinstance(value, int | float) or not 0 <= value < 1:
-        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}")
+def check_fractions(val_fraction: float, test_fraction: float) -> None:
+    """Both in [0, 1), and their sum < 1 (the training split keeps some pairs)."""
+    probability("val_fraction", val_fraction)
+    probability("test_fraction", test_fraction)
+    if val_fraction + test_fraction >= 1:
+        raise ValueError(
+            f"val_fraction + test_fraction must be < 1, got {val_fraction} + {test_fraction}"
+        )
 
 
 # =========================================================================== batching
@@ -163,9 +165,9 @@ def bucket_batches(
     Raises:
         ValueError: bad arguments or a single example over ``batch_tokens``.
     """
-    _check_sharding(rank, world_size)
-    if not isinstance(batch_tokens, int) or batch_tokens <= 0:
-        raise ValueError(f"batch_tokens must be a positive int, got {batch_tokens!r}")
+    index("rank", rank, positive_int("world_size", world_size))
+    positive_int("batch_tokens", batch_tokens)
+    boolean("shuffle", shuffle)
     if not lengths:
         return []
     biggest = max(s + t for s, t in lengths)
@@ -195,13 +197,6 @@ def bucket_batches(
     if world_size > 1:
         batches = [b[rank::world_size] for b in batches if len(b) >= world_size]
     return batches
-
-
-def _check_sharding(rank: int, world_size: int) -> None:
-    if not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be an int >= 1, got {world_size!r}")
-    if not isinstance(rank, int) or not 0 <= rank < world_size:
-        raise ValueError(f"rank must be an int in [0, world_size={world_size}), got {rank!r}")
 
 
 def padding_efficiency(batches: Sequence[TranslationBatch]) -> float:

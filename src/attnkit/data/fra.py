@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from attnkit._validate import positive_int
 from attnkit.data import hub
 from attnkit.data.text import Vocab
 
@@ -74,8 +75,7 @@ def tokenize_nmt(
 
 def truncate_pad(line: list, num_steps: int, padding_token) -> list:
     """Truncate ``line`` to ``num_steps`` items or right-pad it with ``padding_token``."""
-    if num_steps <= 0:
-        raise ValueError(f"num_steps must be > 0, got {num_steps}")
+    positive_int("num_steps", num_steps)
     if len(line) > num_steps:
         return list(line[:num_steps])
     return list(line) + [padding_token] * (num_steps - len(line))

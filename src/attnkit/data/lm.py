@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from attnkit._validate import index, integer, positive_int
 from attnkit.data.text import Vocab, tokenize
 
 __all__ = [
@@ -138,14 +139,6 @@ def read_corpus_lines(source: str | os.PathLike | None = None) -> list[str]:
     return read_text_lines(source)
 
 
-def _check_positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be a positive int, got {value!r} ({type(value).__name__})")
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value}")
-    return value
-
-
 def load_corpus(
     lines: Sequence[str], token: str = "char", max_tokens: int = -1
 ) -> tuple[list[int], Vocab]:
@@ -156,11 +149,8 @@ def load_corpus(
     """
     if isinstance(lines, str):
         raise TypeError("lines must be a sequence of strings (one per line), got one str")
-    if token not in ("char", "word"):
-        raise ValueError(f"token must be 'char' or 'word', got {token!r}")
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
-        raise TypeError(f"max_tokens must be an int (-1 for all), got {max_tokens!r}")
-    tokens = tokenize(list(lines), token)
+    integer("max_tokens", max_tokens)  # <= 0: all
+    tokens = tokenize(list(lines), token)  # checks token
     vocab = Vocab(tokens)
     corpus = [vocab[tok] for line in tokens for tok in line]
     if not corpus:
@@ -179,8 +169,8 @@ def check_corpus_length(num_tokens: int, batch_size: int, num_steps: int) -> Non
     The worst case is the sequential iterator with offset ``num_steps``: it needs
     ``(batch_size + 1) * num_steps + 1`` tokens.
     """
-    _check_positive_int("batch_size", batch_size)
-    _check_positive_int("num_steps", num_steps)
+    positive_int("batch_size", batch_size)
+    positive_int("num_steps", num_steps)
     need = (batch_size + 1) * num_steps + 1
     if num_tokens < need:
         raise ValueError(
@@ -286,9 +276,7 @@ class LMDataLoader:
             raise TypeError(f"rng must be a random.Random (or the random module), got {rng!r}")
         self.corpus = _as_corpus_tensor(corpus)
         check_corpus_length(len(self.corpus), batch_size, num_steps)
-        _check_positive_int("world_size", world_size)
-        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
-            raise ValueError(f"rank must be an int in [0, world_size={world_size}), got {rank!r}")
+        index("rank", rank, positive_int("world_size", world_size))
         if batch_size < world_size:
             raise ValueError(
                 f"batch_size={batch_size} must be >= world_size={world_size} to shard batch rows"

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from attnkit._validate import boolean, integer, one_of
 from attnkit.data.normalize import normalize_source, normalize_target
 from attnkit.data.text import Vocab
 
@@ -137,11 +138,10 @@ class SubwordTokenizer:
     ) -> SubwordTokenizer:
         """Train on normalized sentences (``normalize_source``/``normalize_target`` applied
         here). ``vocab_size`` counts every piece, the 4 specials and 256 bytes included."""
-        if model_type not in MODEL_TYPES:
-            raise ValueError(f"model_type must be one of {MODEL_TYPES}, got {model_type!r}")
+        one_of("model_type", model_type, MODEL_TYPES)
+        integer("vocab_size", vocab_size)
+        boolean("joint", joint)
         minimum = len(_SPECIALS) + 256 + 1
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-            raise ValueError(f"--vocab-size must be an int, got {vocab_size!r}")
         if vocab_size < minimum:
             raise ValueError(
                 f"--vocab-size {vocab_size} is too small: the 4 special pieces and 256 byte "

@@ -5,16 +5,16 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable, Sequence
 
+from attnkit._validate import one_of
+
 __all__ = ["Vocab", "count_corpus", "tokenize"]
 
 
 def tokenize(lines: Sequence[str], token: str = "word") -> list[list[str]]:
     """Split each line into words (``str.split``) or characters (``list``)."""
-    if token == "word":
+    if one_of("token", token, ("word", "char")) == "word":
         return [line.split() for line in lines]
-    if token == "char":
-        return [list(line) for line in lines]
-    raise ValueError(f"token must be 'word' or 'char', got {token!r}")
+    return [list(line) for line in lines]
 
 
 def count_corpus(tokens: Iterable) -> collections.Counter:

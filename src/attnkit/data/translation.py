@@ -29,11 +29,19 @@ import logging
 import os
 from pathlib import Path
 
+from attnkit._validate import (
+    boolean,
+    integer,
+    non_negative_int,
+    one_of,
+    optional,
+    positive_int,
+)
 from attnkit.data.batching import (
     Pair,
     TranslationBatch,
     bucket_batches,
-    check_fraction,
+    check_fractions,
     padding_efficiency,
     split_by_source,
 )
@@ -117,24 +125,12 @@ def load_translation_data(
             validation (test) split although ``val_fraction`` (``test_fraction``) is > 0
             (too little data: use more, or pass ``val_fraction=0`` / ``test_fraction=0``).
     """
-    if tokenizer not in TOKENIZERS:
-        raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {tokenizer!r}")
+    one_of("tokenizer", tokenizer, TOKENIZERS)
     if max_len is None:
         max_len = 12 if tokenizer == "word" else SUBWORD_MAX_LEN
-    if num_examples is not None and (not isinstance(num_examples, int) or num_examples <= 0):
-        raise ValueError(f"num_examples must be None or a positive int, got {num_examples!r}")
-    if not isinstance(min_freq, int) or min_freq < 0:
-        raise ValueError(f"min_freq must be an int >= 0, got {min_freq!r}")
-    if not isinstance(max_len, int) or max_len < 2:
-        raise ValueError(f"max_len must be an int >= 2 (a token and <eos>), got {max_len!r}")
-    if not isinstance(num_pairs, int) or num_pairs <= 0:
-        raise ValueError(f"num_pairs must be a positive int, got {num_pairs!r}")
-    check_fraction("val_fraction", val_fraction)
-    check_fraction("test_fraction", test_fraction)
-    if val_fraction + test_fraction >= 1:
-        raise ValueError(
-            f"val_fraction + test_fraction must be < 1, got {val_fraction} + {test_fraction}"
-        )
+    _check_sizes(num_examples, min_freq, max_len, num_pairs)
+    check_fractions(val_fraction, test_fraction)
+    boolean("joint_vocab", joint_vocab)
 
     if tokenizer == "sentencepiece":
         return _subword_data(
@@ -182,6 +178,13 @@ def load_translation_data(
         num_malformed=malformed,
         source=source,
     )
+
+
+def _check_sizes(num_examples, min_freq: int, max_len: int, num_pairs: int) -> None:
+    optional(positive_int, "num_examples", num_examples)
+    non_negative_int("min_freq", min_freq)
+    integer("max_len", max_len, minimum=2)  # a token and <eos>
+    positive_int("num_pairs", num_pairs)
 
 
 def _subword_data(

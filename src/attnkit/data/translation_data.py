@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from torch import Tensor
 
+from attnkit._validate import one_of
 from attnkit.data.batching import Pair, TranslationBatch, bucket_batches, pad_ids
 from attnkit.data.fra import preprocess_nmt
 from attnkit.data.subword import SubwordTokenizer
@@ -66,9 +67,7 @@ class TranslationData:
         )
 
     def split(self, name: str) -> list[Pair]:
-        if name not in ("train", "val", "test"):
-            raise ValueError(f"split must be 'train', 'val' or 'test', got {name!r}")
-        return getattr(self, name)
+        return getattr(self, one_of("split", name, ("train", "val", "test")))
 
     def _encoded(self, name: str) -> tuple[list[list[int]], list[list[int]]]:
         if name not in self._cache:
@@ -125,10 +124,13 @@ class TranslationData:
         with ``<pad>``.
 
         Raises:
+            TypeError: one str instead of a list.
             ValueError: an empty list, an empty sentence, or a sentence longer than
                 ``max_len`` tokens with ``<eos>``.
         """
-        if isinstance(sentences, str) or not sentences:
+        if isinstance(sentences, str):
+            raise TypeError(f"sentences must be a list of str, got one str: {sentences!r}")
+        if not sentences:
             raise ValueError(f"sentences must be a non-empty list of str, got {sentences!r}")
         eos = self.src_vocab["<eos>"]
         ids = []

@@ -1,4 +1,4 @@
-"""Batched beam search over any attnkit encoder-decoder.
+"""Batched beam search over any attnkit encoder-decoder, and the inputs every search takes.
 
 Shape legend: N sentences, k beam size, V target vocabulary, S source length.
 
@@ -9,6 +9,20 @@ for the GRU models and the Transformer (whose state carries a key/value cache).
 Hypotheses are ranked by log-probability divided by the GNMT length penalty
 ``((5 + |y|) / 6) ** alpha``; ``alpha = 0`` ranks by raw log-probability, and a
 beam of size 1 is exactly greedy decoding.
+
+One decoder call per step serves every sentence and every beam, and only what can still
+change costs a decoder row. A hypothesis has a row while it is *live*: unfinished, with a
+finite log-probability. A finished hypothesis stays in its sentence's k-best at its log-
+probability (its only continuation is a free ``<eos>``), without a row; a sentence leaves
+the batch (its k hypotheses written out) once none of its hypotheses is live, since
+nothing about it can change any more; the step starts with one row per sentence (beam 0,
+the others do not exist yet). The search is the search of one sentence at a time with k
+hypotheses, ranked by the same float sums: the results are those of keeping every row of
+the batch until the last sentence ends (tested against a per-sentence reference), at the
+cost of the rows that still matter (``benchmarks/decode_speed.py`` counts them).
+
+:func:`check_decode_inputs` lives here, below ``attnkit.inference.decoding`` (greedy
+decoding and the one ``translate``), which imports this module.
 """
 
 from __future__ import annotations
@@ -16,12 +30,50 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from attnkit.inference.decoding import check_decode_inputs
+from attnkit._validate import integer, positive_int, real
 from attnkit.models.seq2seq import EncoderDecoder
 
-__all__ = ["BeamHypothesis", "BeamSearch"]
+__all__ = ["BeamHypothesis", "BeamSearch", "check_decode_inputs"]
+
+
+def check_decode_inputs(model: nn.Module, src: Tensor, src_len: Tensor, max_len: int) -> None:
+    """Raise unless ``model`` is an encoder-decoder and ``src``/``src_len``/``max_len`` fit.
+
+    Args:
+        model: anything with ``.encoder`` and ``.decoder`` (an ``EncoderDecoder``).
+        src: source token ids, padded.
+        src_len: the valid length of each row of ``src``.
+        max_len: the most target steps, ``<eos>`` included (>= 1).
+
+    Shape:
+        src: (B, S) long; src_len: (B,).
+
+    Raises:
+        TypeError: a model without ``encoder``/``decoder``, tensors that are not tensors,
+            a ``src`` that is not long, a ``max_len`` that is not an int.
+        ValueError: a ``src`` that is not 2-D, a ``src_len`` not of shape (B,), a
+            ``max_len`` below 1.
+    """
+    for name in ("encoder", "decoder"):
+        if not hasattr(model, name):
+            raise TypeError(
+                f"model must be an EncoderDecoder with .{name}, got {type(model).__name__}"
+            )
+    if not isinstance(src, Tensor):
+        raise TypeError(f"src must be a (B, S) long tensor, got {type(src).__name__}")
+    if src.dim() != 2:
+        raise ValueError(f"src must be a (B, S) long tensor, got shape {tuple(src.shape)}")
+    if src.dtype != torch.long:
+        raise TypeError(f"src must be a (B, S) long tensor, got dtype {src.dtype}")
+    if not isinstance(src_len, Tensor):
+        raise TypeError(f"src_len must be a (B,) tensor, got {type(src_len).__name__}")
+    if tuple(src_len.shape) != (src.shape[0],):
+        raise ValueError(
+            f"src_len must have shape (B,) = ({src.shape[0]},), got {tuple(src_len.shape)}"
+        )
+    positive_int("max_len", max_len)
 
 
 @dataclass(frozen=True)
@@ -37,23 +89,25 @@ class BeamSearch:
 
     Args:
         beam_size: hypotheses kept per sentence (k >= 1).
-        max_len: most target tokens generated per sentence (<eos> included).
-        bos, eos: the target vocabulary's ids of ``<bos>`` and ``<eos>``.
-        length_penalty: GNMT alpha (0 = none).
+        max_len: most target tokens generated per sentence (<eos> included, >= 1).
+        bos, eos: the target vocabulary's ids of ``<bos>`` and ``<eos>`` (ints >= 0).
+        length_penalty: GNMT alpha (0 = none; a finite number >= 0).
+
+    Shape:
+        call: src (N, S) long, src_len (N,) -> N lists of k hypotheses.
+
+    Raises:
+        TypeError / ValueError: an argument of the wrong type / value (``attnkit._validate``).
     """
 
     def __init__(
         self, beam_size: int, max_len: int, bos: int, eos: int, length_penalty: float = 0.0
     ) -> None:
-        if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 1:
-            raise ValueError(f"beam_size must be an int >= 1, got {beam_size!r}")
-        if not isinstance(max_len, int) or max_len < 1:
-            raise ValueError(f"max_len must be an int >= 1, got {max_len!r}")
-        if length_penalty < 0:
-            raise ValueError(f"length_penalty must be >= 0, got {length_penalty!r}")
-        self.beam_size, self.max_len = beam_size, max_len
-        self.bos, self.eos = bos, eos
-        self.length_penalty = length_penalty
+        self.beam_size = positive_int("beam_size", beam_size)
+        self.max_len = positive_int("max_len", max_len)
+        self.bos = integer("bos", bos, minimum=0)
+        self.eos = integer("eos", eos, minimum=0)
+        self.length_penalty = real("length_penalty", length_penalty, at_least=0.0)
 
     def _penalty(self, length: Tensor) -> Tensor:
         return ((5.0 + length) / 6.0) ** self.length_penalty
@@ -65,7 +119,18 @@ class BeamSearch:
         src: Tensor,  # (N, S) token ids
         src_len: Tensor,  # (N,)
     ) -> list[list[BeamHypothesis]]:
-        """Per sentence, its ``beam_size`` hypotheses, best first (model in eval mode)."""
+        """Per sentence, its ``beam_size`` hypotheses, best first (model in eval mode).
+
+        Args:
+            model: an ``EncoderDecoder``; evaluated in eval mode, its mode restored after.
+            src: source ids, padded; src_len: each row's valid length.
+
+        Shape:
+            src: (N, S) long; src_len: (N,).
+
+        Returns:
+            N lists of ``beam_size`` :class:`BeamHypothesis`, in the order of ``src``'s rows.
+        """
         check_decode_inputs(model, src, src_len, self.max_len)
         was_training = model.training
         model.eval()  # no dropout: the same input always gives the same beams
@@ -77,57 +142,89 @@ class BeamSearch:
     def _search(
         self, model: EncoderDecoder, src: Tensor, src_len: Tensor
     ) -> list[list[BeamHypothesis]]:
-        N, k, device = src.shape[0], self.beam_size, src.device
-        enc_outputs = model.encoder(src, src_len)
-        state = model.decoder.init_state(enc_outputs, src_len)
-        expand = torch.arange(N, device=device).repeat_interleave(k)  # (N*k,)
-        state = model.decoder.reorder_state(state, expand)
-        # only beam 0 is alive at the start, so the k beams do not all pick the same token
+        N, k, T, eos = src.shape[0], self.beam_size, self.max_len, self.eos
+        device = src.device
+        decoder = model.decoder
+        state = decoder.init_state(model.encoder(src, src_len), src_len)  # N rows: beam 0 each
+        # Bookkeeping of the n live sentences, (n, k) each; a hypothesis is "live" (has a
+        # decoder row) when it is unfinished and its log-probability is finite.
+        sent = torch.arange(N, device=device)  # original index of each live sentence (n,)
         log_prob = torch.full((N, k), float("-inf"), device=device)
-        log_prob[:, 0] = 0.0
+        log_prob[:, 0] = 0.0  # only beam 0 exists at the start: the k beams differ
         finished = torch.zeros(N, k, dtype=torch.bool, device=device)
         lengths = torch.zeros(N, k, device=device)  # tokens generated, <eos> included
-        tokens = torch.empty(N, k, 0, dtype=torch.long, device=device)
-        X = torch.full((N * k, 1), self.bos, dtype=torch.long, device=device)
-        for _ in range(self.max_len):
-            logits, state = model.decoder(X, state)  # (N*k, 1, V)
-            step = torch.log_softmax(logits[:, -1].float(), dim=-1).view(N, k, -1)  # (N, k, V)
-            V = step.shape[-1]
-            # a finished beam may only "continue" with <eos>, at no cost
-            done_row = torch.full((V,), float("-inf"), device=device)
-            done_row[self.eos] = 0.0
-            step = torch.where(finished[..., None], done_row, step)
-            cand = (log_prob[..., None] + step).view(N, k * V)  # (N, k*V)
-            log_prob, flat = cand.topk(k, dim=-1)  # (N, k)
+        tokens = torch.empty(N, k, 0, dtype=torch.long, device=device)  # (n, k, t)
+        live = finished.clone()
+        live[:, 0] = True  # which hypotheses have a decoder row, rows in (n, k) order
+        X = torch.full((N, 1), self.bos, dtype=torch.long, device=device)  # (R, 1)
+        # the results, written when a sentence completes (or at the step limit)
+        out_tokens = torch.full((N, k, T), eos, dtype=torch.long, device=device)
+        out_lp = torch.empty(N, k, device=device)
+        out_len = torch.empty(N, k, device=device)
+        out_fin = torch.empty(N, k, dtype=torch.bool, device=device)
+        for t in range(T):
+            logits, state = decoder(X, state)  # (R, 1, V): live hypotheses only
+            step = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (R, V)
+            n, V = log_prob.shape[0], step.shape[-1]
+            # a dead (-inf) hypothesis has no candidate, a finished one only its free
+            # <eos> continuation, a live one every token (the same sums as one row each)
+            cand = torch.full((n, k, V), float("-inf"), device=device)
+            cand[live] = log_prob[live][:, None] + step
+            cand[..., eos] = torch.where(finished, log_prob, cand[..., eos])
+            log_prob, flat = cand.view(n, k * V).topk(k, dim=-1)  # (n, k)
             origin, token = flat // V, flat % V  # beam each came from, its new token
+            from_row = _row_numbers(live).gather(1, origin)  # decoder row of the origin
             finished = finished.gather(1, origin)
             lengths = lengths.gather(1, origin) + (~finished).float()
-            tokens = torch.cat(
-                [
-                    tokens.gather(1, origin[..., None].expand(-1, -1, tokens.shape[2])),
-                    token[..., None],
-                ],
-                dim=2,
-            )  # (N, k, t)
-            finished = finished | (token == self.eos)
-            rows = (origin + torch.arange(N, device=device)[:, None] * k).view(-1)  # (N*k,)
-            state = model.decoder.reorder_state(state, rows)
-            X = token.view(N * k, 1)
-            if bool(finished.all()):
-                break
-        score = log_prob / self._penalty(lengths)
+            index = origin[..., None].expand(-1, -1, tokens.shape[2])
+            tokens = torch.cat([tokens.gather(1, index), token[..., None]], dim=2)
+            finished = finished | (token == eos)
+            live = ~finished & (log_prob > float("-inf"))  # (n, k)
+            done = ~live.any(dim=1)  # (n,): nothing can change any more
+            if t == T - 1:
+                done = torch.ones_like(done)
+            if bool(done.any()):
+                idx = sent[done]
+                out_tokens[idx, :, : t + 1] = tokens[done]
+                out_lp[idx], out_len[idx], out_fin[idx] = (
+                    log_prob[done],
+                    lengths[done],
+                    finished[done],
+                )
+                keep = ~done
+                if not bool(keep.any()):
+                    break
+                sent, log_prob, finished = sent[keep], log_prob[keep], finished[keep]
+                lengths, tokens, live, token = lengths[keep], tokens[keep], live[keep], token[keep]
+                from_row = from_row[keep]
+            state = decoder.reorder_state(state, from_row[live])  # (R',): finished rows leave
+            X = token[live][:, None]  # (R', 1)
+        return self._hypotheses(out_tokens, out_lp, out_len, out_fin)
+
+    def _hypotheses(
+        self,
+        tokens: Tensor,  # (N, k, T) long, <eos>-padded
+        log_prob: Tensor,  # (N, k)
+        lengths: Tensor,  # (N, k): tokens generated, <eos> included
+        finished: Tensor,  # (N, k) bool
+    ) -> list[list[BeamHypothesis]]:
+        """Per sentence, its k hypotheses best first (one host copy, then plain lists)."""
+        score = log_prob / self._penalty(lengths)  # (N, k)
         order = score.argsort(dim=1, descending=True)
+        tokens = tokens.gather(1, order[..., None].expand_as(tokens)).tolist()
+        columns = [x.gather(1, order).tolist() for x in (log_prob, score, finished)]
         out: list[list[BeamHypothesis]] = []
-        for n in range(N):
+        for seqs, lps, scores, ends in zip(tokens, *columns, strict=True):
             hyps = []
-            for j in order[n].tolist():
-                seq = tokens[n, j].tolist()
+            for seq, lp, sc, end in zip(seqs, lps, scores, ends, strict=True):
                 if self.eos in seq:
                     seq = seq[: seq.index(self.eos)]
-                hyps.append(
-                    BeamHypothesis(
-                        seq, float(log_prob[n, j]), float(score[n, j]), bool(finished[n, j])
-                    )
-                )
+                hyps.append(BeamHypothesis(seq, lp, sc, bool(end)))
             out.append(hyps)
         return out
+
+
+def _row_numbers(live: Tensor) -> Tensor:
+    """live (n, k) bool -> (n, k): each live hypothesis's decoder row, rows numbered in
+    (n, k) order (the value at a hypothesis that is not live is not used)."""
+    return live.view(-1).cumsum(0).view(live.shape) - 1

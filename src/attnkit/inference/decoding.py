@@ -5,21 +5,29 @@ Shape legend: B batch, S source length, T target length, V vocabulary size.
 ``greedy_decode`` translates a whole batch at once, one target step at a time
 (T = 1 per decoder call, the decoder state carries everything else). A row that
 emits ``<eos>`` is dropped from the batch with ``decoder.reorder_state``, so finished
-sentences cost nothing. Beam search (``attnkit.inference.beam_search``) uses the same interface.
+sentences cost nothing. Beam search (``attnkit.inference.beam_search``) uses the same
+interface.
+
+:func:`translate` is the one decoding path from text to text: greedy or beam search,
+batched by length, results in input order. ``Translator.translate``/``evaluate``, the
+trainer's validation BLEU (``evaluation.translate_and_score``), the demo and the
+explorer all go through it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
+from attnkit._validate import boolean, integer, optional, positive_int, real
 from attnkit.attention.recording import record_attention
+from attnkit.inference.beam_search import BeamSearch, check_decode_inputs
 
-__all__ = ["DecodeResult", "check_decode_inputs", "greedy_decode", "translate"]
+__all__ = ["DecodeResult", "Hypothesis", "check_decode_inputs", "greedy_decode", "translate"]
 
 
 @dataclass
@@ -37,21 +45,13 @@ class DecodeResult:
     attention: list[Tensor] | None = None
 
 
-def check_decode_inputs(model: nn.Module, src: Tensor, src_len: Tensor, max_len: int) -> None:
-    """Raise a clear error unless model is an encoder-decoder and src/src_len/max_len fit."""
-    for name in ("encoder", "decoder"):
-        if not hasattr(model, name):
-            raise TypeError(
-                f"model must be an EncoderDecoder with .{name}, got {type(model).__name__}"
-            )
-    if not isinstance(src, Tensor) or src.dim() != 2 or src.dtype != torch.long:
-        raise ValueError(f"src must be a (B, S) long tensor, got {getattr(src, 'shape', src)}")
-    if not isinstance(src_len, Tensor) or tuple(src_len.shape) != (src.shape[0],):
-        raise ValueError(
-            f"src_len must have shape (B,) = ({src.shape[0]},), got {getattr(src_len, 'shape', src_len)}"
-        )
-    if not isinstance(max_len, int) or max_len < 1:
-        raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+@dataclass(frozen=True)
+class Hypothesis:
+    """The best translation of one sentence (what :func:`translate` returns per sentence)."""
+
+    ids: list[int]  # target ids, <bos> and <eos> excluded
+    text: str  # detokenized (words joined by spaces, or subword pieces decoded)
+    finished: bool  # ended with <eos> (False: stopped at the step limit)
 
 
 @torch.no_grad()
@@ -71,12 +71,26 @@ def greedy_decode(
     Args:
         model: an ``EncoderDecoder`` (the generic interface); evaluated in eval mode,
             its previous mode is restored afterwards.
+        src: source ids, right-padded; src_len: each row's valid length.
+        bos_id, eos_id: the target vocabulary's ids of ``<bos>`` and ``<eos>``.
         max_len: the most target steps per sentence, ``<eos>`` included.
         return_attention: also return ``decoder.alignment()`` per sentence.
         on_step: called with the decoder after every step (the book's
             ``predict_seq2seq`` uses it to collect ``decoder.attention_weights``).
+
+    Shape:
+        src: (B, S) long; src_len: (B,); attention[i]: (steps_i, src_len_i).
+
+    Returns:
+        A :class:`DecodeResult`: per row of ``src``, its ids (``<eos>`` excluded), whether
+        it finished, and its attention when asked for.
     """
     check_decode_inputs(model, src, src_len, max_len)
+    bos_id = integer("bos_id", bos_id, minimum=0)
+    eos_id = integer("eos_id", eos_id, minimum=0)
+    boolean("return_attention", return_attention)
+    if on_step is not None and not callable(on_step):
+        raise TypeError(f"on_step must be callable or None, got {type(on_step).__name__}")
     was_training = model.training
     model.eval()
     try:
@@ -128,52 +142,86 @@ def _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_s
     return DecodeResult(tokens, finished, attention)
 
 
-# Beam search lives in ``attnkit.inference.beam_search`` (``BeamSearch``): the same inputs and the
-# same generic interface, keeping ``beam_size`` hypotheses per sentence with
-# ``decoder.reorder_state(state, index)``.
-
-
 def translate(
     model: nn.Module,
     data,
-    sentences: list[str],
+    sentences: Sequence[str],
     *,
-    batch_size: int = 256,
+    beam: int | None = None,
+    length_penalty: float = 0.6,
     max_len: int | None = None,
-    return_attention: bool = False,
-) -> tuple[list[str], list[Tensor] | None]:
-    """Translate source sentences with greedy decoding, ``batch_size`` sentences at a time.
+    batch_size: int = 256,
+) -> list[Hypothesis]:
+    """Translate source sentences: greedy decoding or beam search, ``batch_size`` at a time.
 
-    ``data`` is a ``TranslationData`` (its ``encode_source`` preprocesses and checks the
-    sentences, its ``detokenize`` turns ids back into text: words joined by spaces, or
-    subword pieces decoded). Sentences are decoded in order of
-    length (less padding) and returned in input order. ``max_len`` defaults to
-    ``data.max_len + 2`` target steps.
+    Sentences are decoded in order of length (less padding) and returned in input order;
+    the results do not depend on ``batch_size``. The sentences are not checked beyond
+    what ``data.encode_source`` refuses (see ``Translator.check`` for the input limits).
+
+    Args:
+        model: an ``EncoderDecoder``, on the device its inputs are sent to; decoded in
+            eval mode, its mode restored afterwards.
+        data: a ``TranslationData`` (or anything with ``encode_source``, ``detokenize``,
+            ``tgt_vocab`` and, when ``max_len`` is None, ``max_len``): it preprocesses and
+            encodes the sentences and turns ids back into text (words joined by spaces,
+            or subword pieces decoded).
+        sentences: the source sentences (a list of str, not one str).
+        beam: None for greedy decoding, else the beam size of beam search (1 is beam
+            search with one hypothesis, which gives greedy's tokens).
+        length_penalty: beam search's GNMT alpha (0: rank by raw log-probability); greedy
+            decoding ignores it.
+        max_len: the most decoder steps per sentence, ``<eos>`` included (default
+            ``data.max_len + 2``).
+        batch_size: sentences per decoding batch.
+
+    Shape:
+        each batch is encoded to src (B, S) long and src_len (B,), B <= ``batch_size``.
+
+    Returns:
+        One :class:`Hypothesis` per sentence, in input order: its ids (``<bos>``/``<eos>``
+        excluded), its text, and whether it ended with ``<eos>``.
+
+    Raises:
+        TypeError / ValueError: an argument of the wrong type / value; a sentence that
+            ``data.encode_source`` refuses (empty, too long) is its ValueError.
     """
-    if isinstance(sentences, str):
-        raise TypeError("sentences must be a list of str, not a single str")
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    max_len = data.max_len + 2 if max_len is None else max_len
+    if isinstance(sentences, str) or not isinstance(sentences, Sequence):
+        raise TypeError(f"sentences must be a list of str, not a single {type(sentences).__name__}")
+    for i, sentence in enumerate(sentences):
+        if not isinstance(sentence, str):
+            raise TypeError(
+                f"sentences must be a list of str, got {type(sentence).__name__} at {i}"
+            )
+    beam = optional(positive_int, "beam", beam)
+    length_penalty = real("length_penalty", length_penalty, at_least=0.0)
+    max_len = optional(positive_int, "max_len", max_len)
+    batch_size = positive_int("batch_size", batch_size)
+    if not isinstance(model, nn.Module) or not all(
+        hasattr(model, p) for p in ("encoder", "decoder")
+    ):
+        raise TypeError(f"model must be an attnkit EncoderDecoder, got {type(model).__name__}")
+    needs = ("encode_source", "detokenize", "tgt_vocab", *(("max_len",) if max_len is None else ()))
+    missing = [n for n in needs if not hasattr(data, n)]
+    if missing:
+        raise TypeError(
+            f"data must be a TranslationData, got {type(data).__name__} (no {', '.join(missing)})"
+        )
+    steps = data.max_len + 2 if max_len is None else max_len
+    bos, eos = data.tgt_vocab["<bos>"], data.tgt_vocab["<eos>"]
+    search = None if beam is None else BeamSearch(beam, steps, bos, eos, length_penalty)
     device = next(model.parameters()).device
-    tgt_vocab = data.tgt_vocab
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].split()))
-    hyps: list[str] = [""] * len(sentences)
-    attention: list[Tensor] | None = [None] * len(sentences) if return_attention else None
+    found: list[Hypothesis | None] = [None] * len(sentences)
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
-        src, src_len = data.encode_source([sentences[i] for i in idx])
-        res = greedy_decode(
-            model,
-            src.to(device),
-            src_len.to(device),
-            bos_id=tgt_vocab["<bos>"],
-            eos_id=tgt_vocab["<eos>"],
-            max_len=max_len,
-            return_attention=return_attention,
-        )
-        for j, i in enumerate(idx):
-            hyps[i] = data.detokenize(res.tokens[j])
-            if attention is not None:
-                attention[i] = res.attention[j]
-    return hyps, attention
+        src, src_len = data.encode_source([sentences[i] for i in idx])  # (B, S), (B,)
+        src, src_len = src.to(device), src_len.to(device)
+        if search is None:
+            res = greedy_decode(model, src, src_len, bos_id=bos, eos_id=eos, max_len=steps)
+            best = zip(res.tokens, res.finished)
+        else:
+            best = ((h[0].tokens, h[0].finished) for h in search(model, src, src_len))
+        for i, (ids, finished) in zip(idx, best):
+            ids = list(ids)
+            found[i] = Hypothesis(ids, data.detokenize(ids), bool(finished))
+    return found  # type: ignore[return-value]

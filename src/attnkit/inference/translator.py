@@ -25,12 +25,13 @@ from typing import Any
 import torch
 from torch import nn
 
+from attnkit._validate import boolean, one_of, optional, positive_int
 from attnkit.inference import decoding
 from attnkit.inference.attention_maps import AttentionMaps, attention_maps
 from attnkit.inference.attention_maps import merge_pieces as pieces_to_words
-from attnkit.inference.beam_search import BeamSearch
+from attnkit.inference.decoding import Hypothesis
 from attnkit.inference.evaluation import split_texts, translate_and_score
-from attnkit.metrics import bleu_from_stats, bleu_signature, bleu_stats, corpus_chrf
+from attnkit.metrics import bleu_from_stats, bleu_signature, corpus_chrf
 
 __all__ = [
     "Evaluation",
@@ -50,13 +51,6 @@ class InputError(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
-
-
-@dataclass(frozen=True)
-class Hypothesis:
-    ids: list[int]  # target ids, <bos> and <eos> excluded
-    text: str  # detokenized (words joined by spaces, or subword pieces decoded)
-    finished: bool  # ended with <eos> (False: stopped at the step limit)
 
 
 @dataclass(frozen=True)
@@ -176,6 +170,8 @@ class Translator:
         """
         if isinstance(sentences, str):
             sentences = [sentences]
+        boolean("allow_unknown", allow_unknown)
+        optional(positive_int, "max_chars", max_chars)
         data = self.data
         limit = self.max_tokens
         numbers = line_numbers or list(range(1, len(sentences) + 1))
@@ -266,38 +262,31 @@ class Translator:
         max_len: int | None = None,
         batch_size: int = 64,
     ) -> list[Hypothesis]:
-        """The best translation of each sentence, in input order: batched greedy
-        decoding (``beam`` None) or beam search. Sentences are decoded ``batch_size`` at
-        a time, in order of length (less padding); results do not depend on batching.
-        The sentences are not checked here (see :meth:`check`)."""
-        if isinstance(sentences, str):
-            raise TypeError("sentences must be a list of str, not a single str")
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if beam is not None and (not isinstance(beam, int) or beam < 1):
-            raise ValueError(f"beam must be a positive int or None, got {beam!r}")
-        steps = self.decode_steps(max_len)
-        tgt = self.data.tgt_vocab
-        bos, eos = tgt["<bos>"], tgt["<eos>"]
-        search = None if beam is None else BeamSearch(beam, steps, bos, eos, length_penalty)
-        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].split()))
-        found: list[Hypothesis | None] = [None] * len(sentences)
+        """The best translation of each sentence, in input order, through the one decoding
+        path (:func:`attnkit.inference.decoding.translate`). The sentences are not checked
+        here (see :meth:`check`).
+
+        Args:
+            sentences: source sentences (a list of str).
+            beam: None for batched greedy decoding, else beam search's beam size.
+            length_penalty: beam search's GNMT alpha (0: raw log-probability).
+            max_len: the most output tokens, ``<eos>`` not counted (default: see
+                :meth:`decode_steps`).
+            batch_size: sentences decoded at once, in order of length; results do not
+                depend on it.
+
+        Shape:
+            each batch: src (B, S) long, src_len (B,), on the model's device.
+
+        Returns:
+            One :class:`Hypothesis` (ids, text, finished) per sentence, in input order.
+        """
+        steps = self.decode_steps(optional(positive_int, "max_len", max_len))
         with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                idx = order[start : start + batch_size]
-                src, src_len = self.data.encode_source([sentences[i] for i in idx])
-                src, src_len = src.to(self.device), src_len.to(self.device)
-                if search is not None:
-                    best = [(h[0].tokens, h[0].finished) for h in search(self.model, src, src_len)]
-                else:
-                    res = decoding.greedy_decode(  # looked up at call time (patchable)
-                        self.model, src, src_len, bos_id=bos, eos_id=eos, max_len=steps
-                    )
-                    best = list(zip(res.tokens, res.finished))
-                for i, (ids, finished) in zip(idx, best):
-                    ids = list(ids)
-                    found[i] = Hypothesis(ids, self.data.detokenize(ids), bool(finished))
-        return found  # type: ignore[return-value]
+            return decoding.translate(  # looked up at call time (patchable)
+                self.model, self.data, sentences,
+                beam=beam, length_penalty=length_penalty, max_len=steps, batch_size=batch_size,
+            )  # fmt: skip
 
     def maps(
         self,
@@ -306,17 +295,33 @@ class Translator:
         finished: bool = True,
         merge_pieces: bool = False,
     ) -> AttentionMaps:
-        """The attention maps of ``sentence`` translated as ``ids`` (greedy when None);
-        ``merge_pieces``: over words instead of subword pieces (``merge_pieces`` of
-        ``attention_maps``); a word-level model's maps are words already, unchanged."""
+        """The attention maps of ``sentence`` translated as ``ids``.
+
+        Args:
+            sentence: one source sentence.
+            ids: its translation's target ids (``<eos>`` excluded); None: translated here
+                greedily by :meth:`translate`.
+            finished: whether ``ids`` ended with ``<eos>`` (ignored when ``ids`` is None).
+            merge_pieces: maps over words instead of subword pieces (``merge_pieces`` of
+                ``attention_maps``); a word-level model's maps are words already.
+
+        Shape:
+            see :class:`AttentionMaps`: encoder self (L, H, S, S), decoder self
+            (L, H, T, T), cross (L, H, T, S).
+
+        Returns:
+            The sentence's :class:`AttentionMaps`.
+        """
+        if not isinstance(sentence, str):
+            raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
+        boolean("finished", finished)
+        boolean("merge_pieces", merge_pieces)
+        if ids is None:
+            [best] = self.translate([sentence])
+            ids, finished = best.ids, best.finished
         with torch.inference_mode():
             maps = attention_maps(
-                self.model,
-                self.data,
-                sentence,
-                tokens=None if ids is None else list(ids),
-                finished=finished,
-                max_len=self.decode_steps() if ids is None else None,
+                self.model, self.data, sentence, tokens=list(ids), finished=finished
             )
         subwords = getattr(self.data, "tokenizer", None) is not None
         return pieces_to_words(maps) if merge_pieces and subwords else maps
@@ -332,32 +337,40 @@ class Translator:
         beam: int | None = None,
         length_penalty: float = 0.6,
     ) -> Evaluation:
-        """Corpus BLEU and chrF of the translations of ``split`` (its first ``limit``
-        sentences): greedy, or beam search with ``beam`` hypotheses; scored as
-        ``data.bleu_tokenize`` says (sacreBLEU)."""
-        if limit is not None and limit < 1:
-            raise ValueError(f"limit must be at least 1 (sentences to score), got {limit}")
+        """Corpus BLEU and chrF of the translations of ``split``, decoded through the one
+        path (``evaluation.translate_and_score``), scored as ``data.bleu_tokenize`` says.
+
+        Args:
+            split: "train", "val" or "test".
+            limit: score the split's first ``limit`` sentences (None: all).
+            batch_size: sentences decoded at once.
+            beam: None for greedy decoding, else beam search's beam size.
+            length_penalty: beam search's GNMT alpha.
+
+        Shape:
+            decoded in batches of src (B, S) long, src_len (B,), B <= ``batch_size``.
+
+        Returns:
+            An :class:`Evaluation`: BLEU, chrF, sacreBLEU's signature, and the sources,
+            translations and references it scored.
+        """
+        one_of("split", split, ("train", "val", "test"))
+        optional(positive_int, "limit", limit)
         sources, refs = split_texts(self.data, split)
         if limit is not None:
             sources, refs = sources[:limit], refs[:limit]
         if not sources:
             raise ValueError(f"the {split} split is empty")
-        tokenize = getattr(self.data, "bleu_tokenize", "none")
-        if beam is not None:
-            found = self.translate(sources, beam=beam, length_penalty=length_penalty)
-            hyps = [h.text for h in found]
-            stats = bleu_stats(hyps, refs, tokenize)
-        else:
-            with torch.inference_mode():
-                hyps, stats = translate_and_score(
-                    self.model, self.data, sources, refs, max_len=self.decode_steps(),
-                    batch_size=batch_size,
-                )  # fmt: skip
+        with torch.inference_mode():
+            hyps, stats = translate_and_score(
+                self.model, self.data, sources, refs, max_len=self.decode_steps(),
+                batch_size=batch_size, beam=beam, length_penalty=length_penalty,
+            )  # fmt: skip
         return Evaluation(
             split=split,
             bleu=bleu_from_stats(stats),
             chrf=corpus_chrf(hyps, refs),
-            signature=bleu_signature(tokenize),
+            signature=bleu_signature(getattr(self.data, "bleu_tokenize", "none")),
             sources=sources,
             hyps=hyps,
             refs=refs,

@@ -8,6 +8,10 @@ validates itself in ``__post_init__``)::
 
 The CLI and checkpoints only ever go through here, so a newly registered
 architecture works with ``attnkit translate train --arch NAME`` at once.
+
+``LMConfig`` is the same for the recurrent language models of ``attnkit lm``: what a
+model is built from (``LMConfig(...).build(vocab_size)``), recorded in its checkpoints.
+The named recipes that use these configs live in ``attnkit.training.recipes``.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from attnkit._validate import boolean, one_of, positive_int
+from attnkit.models.rnn import RNNLM, build_lm
 from attnkit.models.seq2seq import (
     EncoderDecoder,
     Seq2SeqAttentionDecoder,
@@ -26,6 +32,8 @@ from attnkit.models.seq2seq import (
 )
 
 __all__ = [
+    "LM_CELLS",
+    "LMConfig",
     "Seq2SeqConfig",
     "arch_config",
     "available_archs",
@@ -173,3 +181,57 @@ def _build_bahdanau(cfg: Seq2SeqConfig, src_vocab_size: int, tgt_vocab_size: int
 
 register_arch("seq2seq", _build_seq2seq, Seq2SeqConfig())
 register_arch("bahdanau", _build_bahdanau, Seq2SeqConfig())
+
+
+# ----------------------------------------------------------------------------- language models
+
+LM_CELLS = ("rnn", "gru", "lstm")
+
+
+def _doc(default: Any, help: str, **cli: Any) -> Any:
+    """A field documented for its generated ``attnkit lm train`` flag (see
+    ``attnkit.training.config.setting``)."""
+    return field(default=default, metadata={"help": help, **cli})
+
+
+@dataclass(frozen=True)
+class LMConfig:
+    """What a recurrent language model (``RNNLM``) is built from; validated on creation.
+
+    ``attnkit lm train`` builds its model from one and records its fields in the
+    checkpoint's config; loading rebuilds the model with ``LMConfig.from_dict(config)``.
+    """
+
+    cell: str = _doc("gru", "the recurrent cell", choices=LM_CELLS)
+    num_hiddens: int = _doc(256, "hidden width", flag="--hiddens")
+    num_layers: int = _doc(1, "stacked layers", flag="--layers")
+    bidirectional: bool = _doc(False, "bidirectional layers")
+    scratch: bool = _doc(False, "cells written from the equations (default: torch.nn's)")
+    reset_after: bool = _doc(False, "the scratch GRU in nn.GRU's form (see docs)")
+
+    def __post_init__(self) -> None:
+        one_of("LMConfig.cell", self.cell, LM_CELLS)
+        for name in ("num_hiddens", "num_layers"):
+            positive_int(f"LMConfig.{name}", getattr(self, name))
+        for name in ("bidirectional", "scratch", "reset_after"):
+            boolean(f"LMConfig.{name}", getattr(self, name))
+        if self.reset_after and not (self.scratch and self.cell == "gru"):
+            raise ValueError(
+                "LMConfig.reset_after is for the scratch GRU only (scratch=True, cell='gru'; "
+                "--reset-after needs --scratch --cell gru): nn.GRU always resets after"
+            )
+
+    @classmethod
+    def from_dict(cls, config: Mapping[str, Any]) -> LMConfig:
+        """The model fields of ``config`` (a checkpoint's: other keys are ignored, missing
+        ones take their defaults)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in config.items() if k in names})
+
+    def build(self, vocab_size: int) -> RNNLM:
+        """The ``RNNLM`` of this config over ``vocab_size`` tokens (initialized by torch's
+        RNG)."""
+        return build_lm(
+            self.cell, vocab_size, self.num_hiddens, self.num_layers, self.bidirectional,
+            self.scratch, reset_after=self.reset_after,
+        )  # fmt: skip

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnkit._validate import positive_int
+from attnkit._validate import one_of, positive_int, probability
 
 __all__ = [
     "CELLS",
@@ -47,12 +47,10 @@ State = Tensor | tuple[Tensor, Tensor]
 
 
 def _check_cell(cell) -> str:
-    if not isinstance(cell, str) or cell.lower() not in CELLS:
-        raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
-    return cell.lower()
-
-
-_check_positive = positive_int
+    """``cell`` lowercased ("GRU" is "gru") if it is one of :data:`CELLS`."""
+    if not isinstance(cell, str):
+        raise TypeError(f"cell must be a str (one of {CELLS}), got {type(cell).__name__}")
+    return one_of("cell", cell.lower(), CELLS)
 
 
 class _ScratchLayer(nn.Module):
@@ -194,11 +192,10 @@ class ScratchRNN(nn.Module):
     ) -> None:
         super().__init__()
         self.cell = _check_cell(cell)
-        self.input_size = _check_positive("input_size", input_size)
-        self.hidden_size = _check_positive("hidden_size", hidden_size)
-        self.num_layers = _check_positive("num_layers", num_layers)
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.input_size = positive_int("input_size", input_size)
+        self.hidden_size = positive_int("hidden_size", hidden_size)
+        self.num_layers = positive_int("num_layers", num_layers)
+        probability("dropout", dropout)
         if reset_after and self.cell != "gru":
             raise ValueError(f"reset_after applies to the GRU only, got cell={cell!r}")
         self.bidirectional = bool(bidirectional)
@@ -300,9 +297,9 @@ def make_rnn(
 ) -> nn.Module:
     """A scratch or torch.nn recurrent layer stack with nn.RNN's interface."""
     cell = _check_cell(cell)
-    _check_positive("input_size", input_size)
-    _check_positive("num_hiddens", num_hiddens)
-    _check_positive("num_layers", num_layers)
+    positive_int("input_size", input_size)
+    positive_int("num_hiddens", num_hiddens)
+    positive_int("num_layers", num_layers)
     if scratch:
         return ScratchRNN(
             cell, input_size, num_hiddens, num_layers, bidirectional, dropout, reset_after
@@ -324,7 +321,7 @@ class RNNLM(nn.Module):
 
     def __init__(self, rnn_layer: nn.Module, vocab_size: int) -> None:
         super().__init__()
-        self.vocab_size = _check_positive("vocab_size", vocab_size)
+        self.vocab_size = positive_int("vocab_size", vocab_size)
         for attr in ("hidden_size", "num_layers", "bidirectional", "mode", "input_size"):
             if not hasattr(rnn_layer, attr):
                 raise TypeError(
@@ -383,7 +380,7 @@ def build_lm(
     reset_after: bool = False,
 ) -> RNNLM:
     """``RNNLM`` over a scratch or torch.nn ``cell`` ('rnn', 'gru', 'lstm')."""
-    _check_positive("vocab_size", vocab_size)
+    positive_int("vocab_size", vocab_size)
     rnn = make_rnn(
         cell, vocab_size, num_hiddens, num_layers, bidirectional, scratch, dropout, reset_after
     )

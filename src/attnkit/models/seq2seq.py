@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from attnkit._validate import positive_int, probability
 from attnkit.attention.masking import attention_mask
 from attnkit.attention.recording import note_weights
 from attnkit.attention.single_head import AdditiveAttention
@@ -130,25 +131,15 @@ def check_tokens(X: Tensor, name: str = "X") -> None:
         raise ValueError(f"{name} must have shape (B, T), got {tuple(X.shape)}")
 
 
-def _check_dims(**dims: int) -> None:
-    for name, v in dims.items():
-        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
-
-
 def _check_sizes(
     vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int, dropout: float
 ) -> None:
     """The book's GRU model arguments: positive sizes, dropout in [0, 1)."""
-    _check_dims(
-        vocab_size=vocab_size, embed_size=embed_size, num_hiddens=num_hiddens, num_layers=num_layers
-    )
-    _check_dropout(dropout)
-
-
-def _check_dropout(dropout: float) -> None:
-    if not isinstance(dropout, int | float) or not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be a float in [0, 1), got {dropout!r}")
+    positive_int("vocab_size", vocab_size)
+    positive_int("embed_size", embed_size)
+    positive_int("num_hiddens", num_hiddens)
+    positive_int("num_layers", num_layers)
+    probability("dropout", dropout)
 
 
 def _gru_dropout(dropout: float, num_layers: int) -> float:

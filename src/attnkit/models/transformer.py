@@ -36,7 +36,6 @@ from attnkit.attention.positional import PositionalEncoding
 from attnkit.models.seq2seq import AttentionDecoder, Encoder, EncoderDecoder, check_tokens
 
 __all__ = [
-    "PRESETS",
     "AddNorm",
     "BlockCache",
     "DecoderBlock",
@@ -75,7 +74,8 @@ class BlockCache:
 
 @dataclass(frozen=True)
 class TransformerConfig:
-    """Hyperparameters of the encoder-decoder; validated on creation."""
+    """Hyperparameters of the encoder-decoder; validated on creation. The defaults are the
+    book's (the recipes that use other values: ``attnkit.training.recipes``)."""
 
     d_model: int = 32
     num_heads: int = 4
@@ -102,27 +102,26 @@ class TransformerConfig:
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
 
 
-PRESETS: dict[str, TransformerConfig] = {
-    # the book's: 32 wide, 2 layers, 4 heads, FFN 64, dropout 0.1
-    "book": TransformerConfig(),
-    # the main job's default: small enough to train in minutes on 2 CPU cores
-    "small": TransformerConfig(d_model=64, num_heads=4, num_layers=2, d_ff=128, dropout=0.1),
-    # real data (Tatoeba EN-FR, 4000 subword pieces) in 30 minutes on 2 CPU cores: the model
-    # that learns the most in that budget of those measured (see attnkit.training.presets)
-    "base": TransformerConfig(
-        d_model=256, num_heads=4, num_layers=2, d_ff=1024, dropout=0.0, pre_norm=True
-    ),
-}
-
-
 class PositionWiseFFN(nn.Module):
-    """Linear -> ReLU -> Linear, applied at every position."""
+    """Linear -> ReLU -> Linear, applied at every position.
 
-    def __init__(self, ffn_num_input: int, ffn_num_hiddens: int, ffn_num_outputs: int) -> None:
+    ``ffn_num_input=None`` makes it lazy (``nn.LazyLinear``, PyTorch's lazy modules): the
+    input width is learned at the first call, and both layers create their parameters
+    then, in call order.
+    """
+
+    def __init__(
+        self, ffn_num_input: int | None, ffn_num_hiddens: int, ffn_num_outputs: int
+    ) -> None:
         super().__init__()
-        self.dense1 = nn.Linear(ffn_num_input, ffn_num_hiddens)
+        lazy = ffn_num_input is None
+        self.dense1 = (
+            nn.LazyLinear(ffn_num_hiddens) if lazy else nn.Linear(ffn_num_input, ffn_num_hiddens)
+        )
         self.relu = nn.ReLU()
-        self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
+        self.dense2 = (
+            nn.LazyLinear(ffn_num_outputs) if lazy else nn.Linear(ffn_num_hiddens, ffn_num_outputs)
+        )
 
     def forward(self, X: Tensor) -> Tensor:  # (B, T, D) -> (B, T, D_out)
         return self.dense2(self.relu(self.dense1(X)))
@@ -151,15 +150,27 @@ class AddNorm(nn.Module):
         return self.ln(self.dropout(Y) + X)
 
 
-class EncoderBlock(nn.Module):
+class _Sublayers:
+    """How a block builds its sublayers; a subclass may build other kinds (lazy ones, say)
+    with the same interface, in the same order."""
+
+    def _make_attention(self, config: TransformerConfig) -> nn.Module:
+        c = config
+        return MultiHeadAttention(c.d_model, c.num_heads, c.dropout, c.bias)
+
+    def _make_ffn(self, config: TransformerConfig) -> nn.Module:
+        return PositionWiseFFN(config.d_model, config.d_ff, config.d_model)
+
+
+class EncoderBlock(_Sublayers, nn.Module):
     """Self-attention and a position-wise FFN, each wrapped in AddNorm."""
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
         c = config
-        self.attention = MultiHeadAttention(c.d_model, c.num_heads, c.dropout, c.bias)
+        self.attention = self._make_attention(c)
         self.addnorm1 = AddNorm(c.d_model, c.dropout, c.pre_norm)
-        self.ffn = PositionWiseFFN(c.d_model, c.d_ff, c.d_model)
+        self.ffn = self._make_ffn(c)
         self.addnorm2 = AddNorm(c.d_model, c.dropout, c.pre_norm)
 
     def forward(self, X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
@@ -235,17 +246,17 @@ class TransformerEncoder(_TokenStack, Encoder):
         return [blk.attention.attention_weights for blk in self.blks]
 
 
-class DecoderBlock(nn.Module):
+class DecoderBlock(_Sublayers, nn.Module):
     """Causal self-attention, encoder-decoder attention and an FFN, each with AddNorm."""
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
         c = config
-        self.attention1 = MultiHeadAttention(c.d_model, c.num_heads, c.dropout, c.bias)
+        self.attention1 = self._make_attention(c)
         self.addnorm1 = AddNorm(c.d_model, c.dropout, c.pre_norm)
-        self.attention2 = MultiHeadAttention(c.d_model, c.num_heads, c.dropout, c.bias)
+        self.attention2 = self._make_attention(c)
         self.addnorm2 = AddNorm(c.d_model, c.dropout, c.pre_norm)
-        self.ffn = PositionWiseFFN(c.d_model, c.d_ff, c.d_model)
+        self.ffn = self._make_ffn(c)
         self.addnorm3 = AddNorm(c.d_model, c.dropout, c.pre_norm)
 
     def forward(
@@ -276,7 +287,11 @@ class TransformerDecoder(_TokenStack, AttentionDecoder):
     ) -> None:
         super().__init__()
         self._build_stack(vocab_size, config, make_block or (lambda i: DecoderBlock(config)))
-        self.dense = nn.Linear(config.d_model, vocab_size)
+        self.dense = self._make_dense(config.d_model, vocab_size)
+
+    def _make_dense(self, d_model: int, vocab_size: int) -> nn.Module:
+        """The output layer, D -> V logits (a subclass may build a lazy one)."""
+        return nn.Linear(d_model, vocab_size)
 
     def init_state(self, enc_outputs: Tensor, enc_valid_lens: Tensor | None = None, *args) -> list:
         """enc_outputs (B, S, D), enc_valid_lens (B,) -> the state before position 0."""
@@ -336,7 +351,8 @@ def build_transformer(
 def _register() -> None:
     from attnkit.models.registry import register_arch
 
-    register_arch("transformer", build_transformer, PRESETS["book"])
+    # the book's config; the named recipes (book, small, base ...) are attnkit.training.recipes
+    register_arch("transformer", build_transformer, TransformerConfig())
 
 
 _register()

@@ -23,6 +23,7 @@ from typing import Any
 
 from torch import nn
 
+from attnkit._validate import boolean, integer, optional, positive_int
 from attnkit.data.translation import TranslationData
 from attnkit.inference.translator import InputError, Translator, escape_unencodable, visible
 
@@ -75,9 +76,9 @@ class ModelService:
         model_config: dict[str, Any] | None = None,
         max_concurrent: int | None = 2,
     ) -> None:
-        for name, value in (("max_chars", max_chars), ("max_beam", max_beam)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        max_chars = positive_int("max_chars", max_chars)
+        max_beam = positive_int("max_beam", max_beam)
+        max_concurrent = optional(positive_int, "max_concurrent", max_concurrent)
         self.translator = Translator(model, data, model_config=model_config, arch=arch)
         self.model = self.translator.model
         self.data = data
@@ -86,14 +87,6 @@ class ModelService:
         self.max_chars = max_chars
         self.max_beam = max_beam
         self.device = self.translator.device
-        if max_concurrent is not None and (
-            isinstance(max_concurrent, bool)
-            or not isinstance(max_concurrent, int)
-            or max_concurrent < 1
-        ):
-            raise ValueError(
-                f"max_concurrent must be a positive int or None, got {max_concurrent!r}"
-            )
         self._lock = (
             contextlib.nullcontext()
             if max_concurrent is None
@@ -143,8 +136,22 @@ class ModelService:
         }
 
     def check(self, text: str, beam_size: int, allow_unknown: bool) -> list[str]:
-        """Validate a request; return its unknown words (raise ``InputError`` if refused).
-        The text's limits are the translator's (:meth:`Translator.check`)."""
+        """Validate a request: the text's limits are the translator's
+        (:meth:`Translator.check`), the beam is at most ``max_beam``.
+
+        Args:
+            text: one English sentence; beam_size: 1 (greedy) to ``max_beam``;
+            allow_unknown: accept words outside a word-level model's vocabulary.
+
+        Returns:
+            The text's unknown words (empty for subword models).
+
+        Raises:
+            InputError: a request refused, naming its field; TypeError: a beam that is not
+            an int or an ``allow_unknown`` that is not a bool.
+        """
+        integer("beam_size", beam_size)
+        boolean("allow_unknown", allow_unknown)
         unknown = self.translator.check(
             [text], allow_unknown=True, max_chars=self.max_chars, field="text"
         )
@@ -163,20 +170,32 @@ class ModelService:
         allow_unknown: bool = False,
         merge_pieces: bool = False,
     ) -> Translation:
-        """Translate ``text`` (greedy for ``beam_size`` 1, else beam search) with its maps;
-        ``merge_pieces``: maps over words instead of subword pieces
-        (:func:`attnkit.inference.attention_maps.merge_pieces`; a word-level model's maps
-        are words already and stay as they are)."""
+        """Translate ``text`` with its attention maps, through the one decoding path
+        (``Translator.translate``: greedy for ``beam_size`` 1, else beam search ranked by
+        raw log-probability, as the explorer always has).
+
+        Args:
+            text: one English sentence (checked: :meth:`check`).
+            beam_size: 1 for greedy decoding, else beam search's beam (<= ``max_beam``).
+            allow_unknown: translate unknown words as ``<unk>`` instead of refusing them.
+            merge_pieces: maps over words instead of subword pieces
+                (:func:`attnkit.inference.attention_maps.merge_pieces`; a word-level
+                model's maps are words already and stay as they are).
+
+        Shape:
+            maps: encoder self (L, H, S, S), decoder self (L, H, T, T), cross (L, H, T, S).
+
+        Returns:
+            A :class:`Translation` (text, beam, seconds, finished, unknown words, maps).
+        """
         unknown = self.check(text, beam_size, allow_unknown)
+        boolean("merge_pieces", merge_pieces)
         with self._lock:
             start = time.perf_counter()
-            ids, finished = None, True
-            if beam_size > 1:
-                # ranked by raw log-probability, as the explorer always has (no length penalty)
-                [best] = self.translator.translate([text], beam=beam_size, length_penalty=0.0)
-                ids, finished = best.ids, best.finished
-            maps = self.translator.maps(text, ids, finished, merge_pieces=merge_pieces)
+            beam = None if beam_size == 1 else beam_size
+            [best] = self.translator.translate([text], beam=beam, length_penalty=0.0)
+            maps = self.translator.maps(text, best.ids, best.finished, merge_pieces=merge_pieces)
             seconds = time.perf_counter() - start
-        if ids is None:  # greedy: finished when the outputs end with <eos> (kept by merging)
-            finished = bool(maps.outputs) and maps.outputs[-1] == "<eos>"
-        return Translation(maps.translation, beam_size, seconds, finished, unknown, maps.to_json())
+        return Translation(
+            maps.translation, beam_size, seconds, best.finished, unknown, maps.to_json()
+        )

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from attnkit._validate import real
 from attnkit.attention.kernel_regression import NadarayaWatson, make_nw_data
 
 __all__ = ["MAX_WIDTH", "MIN_WIDTH", "nadaraya_watson"]
@@ -29,8 +30,7 @@ def nadaraya_watson(width: float, n_train: int = 50, seed: int = 0) -> dict[str,
     ``attention`` is (test points, training points): row q holds the softmax weights
     that test point q puts on each training point (rows sum to 1).
     """
-    if not MIN_WIDTH <= width <= MAX_WIDTH:
-        raise ValueError(f"width must be in [{MIN_WIDTH}, {MAX_WIDTH}], got {width}")
+    real("width", width, at_least=MIN_WIDTH, at_most=MAX_WIDTH)
     data = _data(n_train, seed)
     net = NadarayaWatson(learnable=False, width=1.0 / width)
     with torch.inference_mode():

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from attnkit._validate import positive_int
 from attnkit.checkpoint import atomic_write, read_checkpoint_config, save_checkpoint
 from attnkit.training.snapshots import INDEX_NAME, SNAPSHOT_DIR, read_index
 
@@ -126,8 +127,7 @@ def average_checkpoint(directory: str | os.PathLike, last: int, out: str | os.Pa
     be resumed). The files a checkpoint carries beside its weights (``tokenizer-*``: the
     subword models) are copied. ``out`` must not exist yet (or be an empty folder).
     """
-    if isinstance(last, bool) or not isinstance(last, int) or last < 1:
-        raise ValueError(f"last must be a positive int, got {last!r}")
+    positive_int("last", last)
     directory, out = Path(directory), Path(out)
     config = read_checkpoint_config(directory, task=None)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):

@@ -50,6 +50,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from attnkit._validate import index, positive_int
 from attnkit.checkpoint import get_rng_state, set_rng_state
 from attnkit.training.config import EngineConfig
 from attnkit.training.engine_state import EngineState
@@ -89,10 +90,8 @@ def distributed_rank(rank: int | None, world_size: int | None) -> tuple[int, int
         rank = dist.get_rank() if initialized else 0
     if world_size is None:
         world_size = dist.get_world_size() if initialized else 1
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be a positive int, got {world_size!r}")
-    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
-        raise ValueError(f"rank must be an int in [0, {world_size}), got {rank!r}")
+    world_size = positive_int("world_size", world_size)
+    rank = index("rank", rank, world_size)
     if world_size > 1 and not initialized:
         raise RuntimeError(f"world_size={world_size} needs torch.distributed to be initialized")
     return rank, world_size

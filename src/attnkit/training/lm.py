@@ -13,7 +13,8 @@ are part of the trainer state, so a resumed run sees the batches of an uninterru
 with any number of processes.
 
 ``train_lm``/``train_epoch`` are the function forms; ``perplexity`` is
-``attnkit.metrics.perplexity`` (exp of the mean NLL per token).
+``attnkit.metrics.perplexity`` (exp of the mean NLL per token). ``LMTrainConfig`` holds
+the training settings of ``attnkit lm train`` (the model's are ``models.registry.LMConfig``).
 """
 
 from __future__ import annotations
@@ -31,23 +32,64 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 
+from attnkit._validate import integer, non_negative_number, one_of, positive_int, positive_number
 from attnkit.checkpoint import save_checkpoint
 from attnkit.data.text import Vocab
 from attnkit.inference.generation import model_device
 from attnkit.inference.loading import MODEL_KEYS
 from attnkit.metrics import perplexity
 from attnkit.models.rnn import RNNLM
+from attnkit.training.config import setting
 from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task, TaskContext
 
 __all__ = [
+    "LM_OPTIMIZERS",
     "EpochStats",
     "LMHistory",
     "LMTask",
+    "LMTrainConfig",
     "detach_state",
     "save_lm_checkpoint",
     "train_epoch",
     "train_lm",
 ]
+
+
+LM_OPTIMIZERS = ("sgd", "adam")
+_DEFAULT_LR = {"sgd": 1.0, "adam": 0.01}
+
+
+@dataclass(frozen=True)
+class LMTrainConfig:
+    """The training settings of ``attnkit lm train``, recorded in its checkpoints. Validated.
+
+    ``lr=None`` takes the optimizer's rate: 1 for SGD (the book's), 0.01 for Adam. Fields
+    marked ``resume="fixed"`` cannot change when a run is resumed.
+    """
+
+    epochs: int = setting(500, "total epochs (with --resume: including those done)")
+    lr: float | None = setting(None, "learning rate (default: 1 for sgd, 0.01 for adam)")
+    optimizer: str = setting("sgd", "the optimizer", choices=LM_OPTIMIZERS, resume="fixed")
+    clip: float = setting(1.0, "gradient-norm bound (0: no clipping)")
+    seed: int = setting(0, "seed of the model init, the batches and the samples", resume="fixed")
+
+    def __post_init__(self) -> None:
+        positive_int("LMTrainConfig.epochs", self.epochs)
+        one_of("LMTrainConfig.optimizer", self.optimizer, LM_OPTIMIZERS)
+        if self.lr is None:
+            object.__setattr__(self, "lr", _DEFAULT_LR[self.optimizer])
+        positive_number("LMTrainConfig.lr", self.lr)
+        non_negative_number("LMTrainConfig.clip", self.clip)
+        integer("LMTrainConfig.seed", self.seed)
+
+    def engine_config(self, **runtime: Any) -> EngineConfig:
+        """The engine's config of this run (``runtime``: out_dir, device, progress ...);
+        the seed is left to the caller, who seeds before building model and data."""
+        return EngineConfig(
+            epochs=self.epochs, lr=self.lr, clip=self.clip if self.clip > 0 else None,
+            optimizer=self.optimizer, beta2=0.999, seed=None,
+            log_every=max(1, self.epochs // 20), **runtime,
+        )  # fmt: skip
 
 
 @dataclass

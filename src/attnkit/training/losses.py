@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnkit._validate import one_of, probability
 from attnkit.attention.masking import lengths_to_mask
 
 __all__ = ["MaskedSoftmaxCELoss", "masked_cross_entropy"]
@@ -36,8 +37,7 @@ def masked_cross_entropy(
     masked per-token losses (B, T) for ``"none"``. An all-padding batch gives 0 for
     ``"mean"``, never NaN.
     """
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+    one_of("reduction", reduction, _REDUCTIONS)
     if not isinstance(logits, Tensor) or logits.dim() != 3 or not logits.is_floating_point():
         raise ValueError(
             f"logits must be a float tensor (B, T, V), got {getattr(logits, 'shape', logits)}"
@@ -47,8 +47,7 @@ def masked_cross_entropy(
         raise ValueError(f"label must have shape (B, T) = ({B}, {T}), got {tuple(label.shape)}")
     if not isinstance(valid_len, Tensor) or tuple(valid_len.shape) != (B,):
         raise ValueError(f"valid_len must have shape (B,) = ({B},), got {tuple(valid_len.shape)}")
-    if not 0.0 <= label_smoothing < 1.0:
-        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
+    probability("label_smoothing", label_smoothing)
     per_token = F.cross_entropy(
         logits.reshape(B * T, V),
         label.reshape(B * T).long(),

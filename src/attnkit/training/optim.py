@@ -13,11 +13,14 @@ from collections.abc import Callable, Iterable
 import torch
 from torch import Tensor, nn
 
+from attnkit._validate import one_of, positive_number, real
+
 __all__ = [
     "OPTIMIZERS",
     "SCHEDULES",
     "clip_gradients",
     "flatten_parameters",
+    "learning_rate",
     "lr_at",
     "make_optimizer",
     "model_parameters",
@@ -38,6 +41,11 @@ def model_parameters(model) -> list[Tensor]:
     return list(params)
 
 
+def learning_rate(name: str, value: object) -> float:
+    """``value`` as a float if it is a learning rate: a finite number > 0 (int or float)."""
+    return real(name, value, above=0.0, expected="a positive number")
+
+
 def make_optimizer(
     model_or_params,
     name: str = "adam",
@@ -51,10 +59,8 @@ def make_optimizer(
     ``model_or_params``: a module, the book's scratch glue (``.params``) or an iterable
     of tensors.
     """
-    if name not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
-    if isinstance(lr, bool) or not isinstance(lr, int | float) or not 0 < lr < math.inf:
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    one_of("optimizer", name, OPTIMIZERS)
+    learning_rate("lr", lr)
     if isinstance(model_or_params, nn.Module) or hasattr(model_or_params, "params"):
         params = model_parameters(model_or_params)
     else:
@@ -81,8 +87,7 @@ def lr_at(
     """
     if schedule == "constant":
         return lr
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    one_of("schedule", schedule, SCHEDULES)
     step = max(step, 1)
     w = warmup_steps
     if schedule == "inverse_sqrt":
@@ -95,8 +100,7 @@ def lr_at(
 def clip_gradients(model_or_params, max_norm: float) -> float:
     """Scale all gradients so their global L2 norm is at most ``max_norm``; return the norm
     before clipping (``torch.nn.utils.clip_grad_norm_`` with foreach kernels)."""
-    if not max_norm > 0:
-        raise ValueError(f"max_norm must be positive, got {max_norm}")
+    positive_number("max_norm", max_norm)
     if isinstance(model_or_params, nn.Module) or hasattr(model_or_params, "params"):
         params = model_parameters(model_or_params)
     else:
@@ -109,8 +113,7 @@ def clip_gradients(model_or_params, max_norm: float) -> float:
 
 def sgd_update(params: Iterable[Tensor], lr: float) -> Callable[[int], None]:
     """The book's ``sgd`` as an updater: ``p -= lr * p.grad / batch_size``, then zero grads."""
-    if not lr > 0:
-        raise ValueError(f"lr must be positive, got {lr}")
+    learning_rate("lr", lr)
     params = list(params)
 
     @torch.no_grad()

@@ -34,6 +34,7 @@ from torch.utils.data import DataLoader, RandomSampler, TensorDataset, default_c
 from attnkit.inference.evaluation import split_texts, translate_and_score
 from attnkit.metrics import bleu_from_stats
 from attnkit.models.seq2seq import EncoderDecoder
+from attnkit.training.config import setting
 from attnkit.training.engine import (
     Engine,
     EngineConfig,
@@ -62,10 +63,18 @@ REDUCTIONS = ("token_mean", "per_sequence_sum")
 class TrainConfig(EngineConfig):
     """The engine's settings plus the translation task's. Validated."""
 
-    batch_tokens: int = 1024  # padded source + target tokens per batch (all ranks together)
-    label_smoothing: float = 0.0
-    bleu_sentences: int | None = 200  # val sentences decoded for BLEU (spread evenly); None = all
-    max_decode_len: int | None = None  # greedy decoding steps; None = data.max_len + 2
+    batch_tokens: int = setting(
+        1024,
+        "the GLOBAL batch: padded source + target tokens per batch, all processes together "
+        "(with --nproc/torchrun each process takes its share)",
+    )
+    label_smoothing: float = setting(0.0, "label smoothing of the cross-entropy, in [0, 1)")
+    bleu_sentences: int | None = setting(
+        200, "val sentences decoded for BLEU, spread over the split (None: all)"
+    )
+    max_decode_len: int | None = setting(
+        None, "greedy decoding steps of the validation BLEU (None: the data's max_len + 2)"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -344,10 +344,17 @@ def test_predict_step_with_attention_weights(fra_root):
     # the Transformer: [self per block, cross per block] per step, as the book's cells read
     model, X, Y, lens = _transformer(torch.float32)
     model.eval()
-    preds, weights = model.predict_step((X, Y, lens, Y), d2l.cpu(), 4, True)
+    preds, weights = model.predict_step((X, _bos(Y), lens, Y), d2l.cpu(), 4, True)
     assert preds.shape == (3, 4) and len(weights) == 4
     assert weights[2][0][1].shape == (6, 1, 3) and weights[2][1][0].shape == (6, 1, 6)
     assert torch.cat(model.encoder.attention_weights, 0).shape == (2 * 3 * 2, 6, 6)
+
+
+def _bos(Y, bos=1):
+    """Y with the one start token every row of a predict_step batch begins with."""
+    Y = Y.clone()
+    Y[:, 0] = bos
+    return Y
 
 
 # ---------------------------------------------------------------- values and bad input
@@ -522,7 +529,7 @@ def test_notebook_transformer_decoder_on_the_bases_equals_the_shipped_one():
         shipped = model.decoder(Y, model.decoder.init_state(enc, lens))[0]
         torch.testing.assert_close(notebook(Y, notebook.init_state(enc, lens))[0], shipped)
         trained = d2l.Seq2Seq(model.encoder, notebook, tgt_pad=0, lr=0.1)
-        preds, weights = trained.eval().predict_step((X, Y, lens, Y), "cpu", 3, True)
+        preds, weights = trained.eval().predict_step((X, _bos(Y), lens, Y), "cpu", 3, True)
     assert preds.shape == (3, 3) and weights[1][0][0].shape == (6, 1, 2)
 
 

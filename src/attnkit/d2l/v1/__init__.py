@@ -37,6 +37,15 @@ has one row more; ``init_seq2seq`` skips lazy layers not yet materialised;
 ``prepare_batch`` moves batches to the first GPU only; ``try_all_gpus()`` is ``[]``
 without a GPU.
 
+On the core: the Transformer classes are :mod:`attnkit.models.transformer`'s (blocks,
+stacks, caches), ``MultiHeadAttention`` is :class:`attnkit.attention.LazyMultiHeadAttention`
+and ``predict_step`` is :func:`attnkit.inference.decoding.greedy_decode`. So
+``predict_step`` decodes ``num_steps`` tokens per row as the book's, but in eval mode and
+without gradients (the book's runs in the model's mode, which after ``fit`` is eval), from
+one start token ``tgt[:, 0]`` shared by every row (the book's ``<bos>``; different start
+tokens are a ValueError); and ``TransformerDecoder``'s ``state[2][i]`` is block i's core
+``BlockCache`` (projected keys and values), where the book keeps block i's raw inputs.
+
 Differences of speed, not of law: ``Trainer.fit`` clips with ``clip_grad_norm_`` (scale
 ``clip / (norm + 1e-6)``, the book ``clip / norm``); dot-product attention runs the fused
 kernel while training (no ``attention_weights`` kept in training mode); in training mode

@@ -6,8 +6,9 @@ integer key lengths, or a boolean mask broadcastable to (B, Q, K) (True = attend
 with no valid key gets zero weights (the book: uniform weights over its padding).
 
 The math is attnkit's (:func:`attnkit.attention.masked_softmax`,
-:func:`attnkit.attention.single_head.scaled_dot_product`); the layers are 1.0's lazy ones,
-so ``state_dict`` keys are d2l 1.0.3's and load after a first forward. In training mode
+:func:`attnkit.attention.single_head.scaled_dot_product`); ``MultiHeadAttention`` is the
+core's :class:`attnkit.attention.LazyMultiHeadAttention` (1.0's lazy layers, so
+``state_dict`` keys are d2l 1.0.3's and load after a first forward). In training mode
 dot-product attention runs the fused kernel and keeps no ``attention_weights``; in eval
 mode it keeps them, shaped as the book's.
 """
@@ -19,14 +20,16 @@ import numbers
 import torch
 from torch import Tensor, nn
 
-from attnkit.attention.masking import as_mask
+from attnkit.attention.lazy import LazyMultiHeadAttention
 from attnkit.attention.masking import masked_softmax as _masked_softmax
-from attnkit.attention.single_head import scaled_dot_product
 from attnkit.d2l.attention import DotProductAttention as _DotProductAttention
 from attnkit.d2l.attention import show_heatmaps
+from attnkit.d2l.attention import transpose_output as _transpose_output
+from attnkit.d2l.attention import transpose_qkv as _transpose_qkv
 from attnkit.d2l.v1.base import Module
-from attnkit.d2l.v1.seq2seq import Decoder, init_seq2seq
+from attnkit.d2l.v1.seq2seq import init_seq2seq
 from attnkit.d2l.v1.text import check_counts
+from attnkit.models.seq2seq import AttentionDecoder
 
 __all__ = [
     "AdditiveAttention", "AttentionDecoder", "DotProductAttention", "MultiHeadAttention",
@@ -45,6 +48,17 @@ def check_dropout(dropout) -> float:
     if not 0 <= dropout < 1:
         raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
     return float(dropout)
+
+
+def check_heads(num_hiddens, num_heads) -> None:
+    """Widths and heads of multi-head attention, in the book's names."""
+    check_counts("num_hiddens", num_hiddens)
+    check_counts("num_heads", num_heads)
+    if num_hiddens % num_heads:
+        raise ValueError(
+            f"num_hiddens must be divisible by num_heads, got num_hiddens={num_hiddens} "
+            f"and num_heads={num_heads}"
+        )
 
 
 def _check_qkv(queries, keys, values) -> None:
@@ -97,65 +111,42 @@ class AdditiveAttention(nn.Module):
         return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-class AttentionDecoder(Decoder):
-    """A decoder whose ``attention_weights`` property the subclass defines."""
-
-    @property
-    def attention_weights(self):
-        raise NotImplementedError
-
-
-class MultiHeadAttention(Module):
-    """``MultiHeadAttention(num_hiddens, num_heads, dropout, bias=False)``: lazy ``W_q``,
-    ``W_k``, ``W_v``, ``W_o`` (keys as 1.0.3's), attention over ``num_heads`` heads.
+class MultiHeadAttention(LazyMultiHeadAttention, Module):
+    """``MultiHeadAttention(num_hiddens, num_heads, dropout, bias=False)``: the core's
+    ``LazyMultiHeadAttention`` (lazy ``W_q``, ``W_k``, ``W_v``, ``W_o``, created at the
+    first call in that order; keys as 1.0.3's) as a ``d2l.Module``.
 
     ``forward(queries (B, Q, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens)`` ->
-    (B, Q, num_hiddens). In eval mode ``attention.attention_weights`` is (B*H, Q, K),
-    as the book's; in training the fused kernel runs and keeps none.
+    (B, Q, num_hiddens); the core's keywords (``causal``, ``cache``...) pass through. In
+    eval mode ``attention.attention_weights`` is (B*H, Q, K), as the book's; in training
+    the fused kernel runs and keeps none.
     """
 
     def __init__(self, num_hiddens, num_heads, dropout, bias=False, **kwargs):
-        super().__init__()
-        check_counts("num_hiddens", num_hiddens)
-        check_counts("num_heads", num_heads)
-        if num_hiddens % num_heads:
-            raise ValueError(
-                f"num_hiddens must be divisible by num_heads, got num_hiddens={num_hiddens} "
-                f"and num_heads={num_heads}"
-            )
-        self.num_heads = num_heads
-        self.attention = DotProductAttention(dropout)
-        self.W_q = nn.LazyLinear(num_hiddens, bias=bias)
-        self.W_k = nn.LazyLinear(num_hiddens, bias=bias)
-        self.W_v = nn.LazyLinear(num_hiddens, bias=bias)
-        self.W_o = nn.LazyLinear(num_hiddens, bias=bias)
+        check_heads(num_hiddens, num_heads)
+        super().__init__(num_hiddens, num_heads, check_dropout(dropout), bias)
+        self.attention = DotProductAttention(dropout)  # holds the weights in the book's layout
+        for name in [n for n in self._modules if n != "attention"]:  # attention first, as
+            self._modules[name] = self._modules.pop(name)  # the book's module lists it
 
-    def forward(self, queries, keys, values, valid_lens):
-        _check_qkv(queries, keys, values)
-        B, Q, K = queries.shape[0], queries.shape[1], keys.shape[1]
-        mask = as_mask((B, Q, K), valid_lens, queries.device)  # (B, 1|Q, K), any bool, None
-        if mask is not None:
-            mask = mask[None, None] if mask.dim() == 2 else mask.unsqueeze(-3)  # heads axis
-        heads = lambda X: X.reshape(B, X.shape[1], self.num_heads, -1).transpose(1, 2)  # noqa: E731
-        q = heads(self.W_q(queries))  # (B, H, Q, D/H)
-        k, v = heads(self.W_k(keys)), heads(self.W_v(values))  # (B, H, K, D/H)
-        att = self.attention
-        p = att.dropout if self.training else 0.0
-        out, weights = scaled_dot_product(q, k, v, mask, p, att.wants_weights())
-        att.attention_weights = None if weights is None else weights.reshape(-1, Q, K)
-        return self.W_o(out.transpose(1, 2).reshape(B, Q, -1))  # (B, Q, num_hiddens)
+    def wants_weights(self) -> bool:
+        return super().wants_weights() or not self.training  # the book keeps them in eval
+
+    def forward(self, queries, keys=None, values=None, valid_lens=None, **kwargs):
+        if keys is not None and values is not None:
+            _check_qkv(queries, keys, values)
+        out = super().forward(queries, keys, values, valid_lens, **kwargs)
+        w = self.attention_weights  # (B, H, Q, K) or None
+        self.attention.attention_weights = None if w is None else w.reshape(-1, *w.shape[-2:])
+        return out
 
     def transpose_qkv(self, X):
         """(B, T, D) -> (B*H, T, D/H)."""
-        X = X.reshape(X.shape[0], X.shape[1], self.num_heads, -1)
-        X = X.permute(0, 2, 1, 3)
-        return X.reshape(-1, X.shape[2], X.shape[3])
+        return _transpose_qkv(X, self.num_heads)
 
     def transpose_output(self, X):
         """(B*H, T, D/H) -> (B, T, D), the inverse of ``transpose_qkv``."""
-        X = X.reshape(-1, self.num_heads, X.shape[1], X.shape[2])
-        X = X.permute(0, 2, 1, 3)
-        return X.reshape(X.shape[0], X.shape[1], -1)
+        return _transpose_output(X, self.num_heads)
 
 
 class Seq2SeqAttentionDecoder(AttentionDecoder):

@@ -1,9 +1,11 @@
 """Machine translation and sequence to sequence learning of d2l 1.0 (chapter 10).
 
 ``MTFraEng`` (the English-French data with 1.0's splits and alphabetical vocabularies),
-the ``Encoder``/``Decoder``/``EncoderDecoder`` interfaces (``predict_step`` decodes
-greedily, with the decoder's attention weights per step on request), ``init_seq2seq``,
-``Seq2SeqEncoder``, ``Seq2Seq``, ``bleu``, and the notebook's ``Seq2SeqDecoder``.
+the ``Encoder``/``Decoder`` interfaces (the core's, :mod:`attnkit.models.seq2seq`),
+``EncoderDecoder`` (``predict_step`` is the core's greedy decoding,
+:func:`attnkit.inference.decoding.greedy_decode`, with the decoder's attention weights per
+step on request), ``init_seq2seq``, ``Seq2SeqEncoder``, ``Seq2Seq``, ``bleu``, and the
+notebook's ``Seq2SeqDecoder``.
 
 Batches are ``(src (B, num_steps), tgt_in (B, num_steps), src_valid_len (B,),
 tgt_out (B, num_steps))``, ``tgt_in`` starting with ``<bos>``.
@@ -24,7 +26,9 @@ from attnkit.d2l.v1.rnn import GRU
 from attnkit.d2l.v1.text import Vocab, check_counts
 from attnkit.data import hub as _hub
 from attnkit.data import translation as _nmt
+from attnkit.inference.decoding import greedy_decode
 from attnkit.metrics import bleu as _bleu
+from attnkit.models.seq2seq import Decoder, Encoder
 
 __all__ = [
     "Decoder", "Encoder", "EncoderDecoder", "MTFraEng", "Seq2Seq", "Seq2SeqDecoder",
@@ -146,21 +150,9 @@ def show_list_len_pair_hist(legend, xlabel, ylabel, xlist, ylist):
     return _show_list_len_pair_hist(legend, xlabel, ylabel, xlist, ylist)
 
 
-class Encoder(nn.Module):
-    """The encoder interface: ``forward(X, *args)``."""
-
-    def forward(self, X, *args):
-        raise NotImplementedError
-
-
-class Decoder(nn.Module):
-    """The decoder interface: ``init_state(enc_all_outputs, *args)``, ``forward(X, state)``."""
-
-    def init_state(self, enc_all_outputs, *args):
-        raise NotImplementedError
-
-    def forward(self, X, state):
-        raise NotImplementedError
+# greedy_decode's end token for predict_step: an id no vocabulary reaches, so no row stops
+# before num_steps (the book decodes num_steps tokens, <eos> or not)
+_NO_TOKEN = torch.iinfo(torch.int64).max
 
 
 def _check_ids(name, X):
@@ -219,9 +211,12 @@ class EncoderDecoder(Classifier):
     def predict_step(self, batch, device, num_steps, save_attention_weights=False):
         """Greedy decoding of ``num_steps`` tokens for the whole batch from ``tgt[:, 0]``.
 
-        ``batch``: ``(src (B, T), tgt (B, T'), src_valid_len (B,), _)``. Returns
-        ``(ids (B, num_steps), attention_weights)``: one ``decoder.attention_weights`` per
-        step when ``save_attention_weights``, else ``[]``.
+        ``batch``: ``(src (B, T), tgt (B, T'), src_valid_len (B,), _)``; ``tgt[:, 0]`` is
+        the start token (``<bos>``), the same in every row. Returns ``(ids (B, num_steps),
+        attention_weights)``: one ``decoder.attention_weights`` per step when
+        ``save_attention_weights``, else ``[]``. As the book, every row decodes
+        ``num_steps`` tokens (``<eos>`` does not stop it); the core's ``greedy_decode``
+        runs them, in eval mode and without gradients (the mode is restored after).
         """
         if isinstance(num_steps, bool) or not isinstance(num_steps, numbers.Integral):
             raise TypeError(f"num_steps must be a positive int, got {num_steps!r}")
@@ -240,15 +235,20 @@ class EncoderDecoder(Classifier):
                 f"src_valid_len must have shape (B,) = ({src.shape[0]},), "
                 f"got {tuple(src_valid_len.shape)}"
             )
-        enc_all_outputs = self.encoder(src, src_valid_len)
-        dec_state = self.decoder.init_state(enc_all_outputs, src_valid_len)
-        outputs, attention_weights = [tgt[:, 0].unsqueeze(1)], []
-        for _ in range(num_steps):
-            Y, dec_state = self.decoder(outputs[-1], dec_state)
-            outputs.append(Y.argmax(2))
-            if save_attention_weights:
-                attention_weights.append(self.decoder.attention_weights)
-        return torch.cat(outputs[1:], 1), attention_weights
+        start = tgt[:, 0]  # (B,)
+        if start.numel() and bool((start != start[0]).any()):
+            raise ValueError(
+                f"tgt[:, 0] must hold one start token (<bos>) for every row, got {start.tolist()}"
+            )
+        attention_weights = []
+        keep = lambda decoder: attention_weights.append(decoder.attention_weights)  # noqa: E731
+        result = greedy_decode(
+            self, src.long(), src_valid_len, bos_id=int(start[0]) if start.numel() else 0,
+            eos_id=_NO_TOKEN, max_len=int(num_steps),
+            on_step=keep if save_attention_weights else None,
+        )  # fmt: skip
+        preds = torch.tensor(result.tokens, dtype=torch.long, device=src.device)
+        return preds.reshape(src.shape[0], int(num_steps)), attention_weights
 
 
 def init_seq2seq(module):

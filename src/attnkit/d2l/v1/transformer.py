@@ -1,28 +1,33 @@
-"""The Transformer of d2l 1.0 (chapter 11) with the book's lazy layers and ``state_dict`` keys.
+"""The Transformer of d2l 1.0 (chapter 11): the core's blocks with the book's lazy layers.
 
 Shapes: token ids (B, T); hidden states (B, T, num_hiddens); ``valid_lens`` (B,) source
-lengths. ``TransformerDecoderBlock``/``TransformerDecoder`` are the notebook's classes,
-with two fixes (the weights and keys are the same):
+lengths. Every class here is the core's (:mod:`attnkit.models.transformer`) with 1.0's
+constructor signatures, lazy sublayers and ``state_dict`` keys: the blocks build their
+attention as ``d2l.MultiHeadAttention`` (the core's ``LazyMultiHeadAttention``) and their
+FFN as the core's lazy ``PositionWiseFFN``, so no parameter exists before the first
+forward, which creates them in call order, as the book's. ``TransformerDecoderBlock`` and
+``TransformerDecoder`` are the notebook's classes, with the core's two fixes (the weights
+and keys are the same):
 
 * the decoder is causal in every mode (the book's only in training mode, so its
   teacher-forced validation pass sees future tokens);
 * decoding step by step, each token gets its own position's encoding (the book's
   adds position 0's to every token).
+
+The decoder's state is the book's ``[enc_outputs, enc_valid_lens, caches]``, updated in
+place as the book's; ``caches[i]`` is block i's core ``BlockCache`` (projected keys and
+values of the positions decoded so far, and of the encoder's outputs), where the book
+keeps block i's raw inputs.
 """
 
 from __future__ import annotations
 
-import math
+from torch import Tensor, nn
 
-import torch
-from torch import nn
-
-from attnkit.attention.masking import causal_mask
-from attnkit.d2l.attention import AddNorm as _AddNorm
-from attnkit.d2l.attention import PositionalEncoding as _PositionalEncoding
-from attnkit.d2l.v1.attention import AttentionDecoder, MultiHeadAttention, check_dropout
-from attnkit.d2l.v1.seq2seq import Encoder
+from attnkit.attention.positional import PositionalEncoding as _PositionalEncoding
+from attnkit.d2l.v1.attention import MultiHeadAttention, check_dropout, check_heads
 from attnkit.d2l.v1.text import check_counts
+from attnkit.models import transformer as _tf
 
 __all__ = [
     "AddNorm", "PositionWiseFFN", "PositionalEncoding", "TransformerDecoder",
@@ -37,22 +42,17 @@ class PositionalEncoding(_PositionalEncoding):
         super().__init__(num_hiddens, check_dropout(dropout), max_len)
 
 
-class PositionWiseFFN(nn.Module):
+class PositionWiseFFN(_tf.PositionWiseFFN):
     """``dense2(relu(dense1(X)))`` with lazy ``dense1`` (ffn_num_hiddens), ``dense2``."""
 
     def __init__(self, ffn_num_hiddens, ffn_num_outputs):
-        super().__init__()
-        check_counts("ffn_num_hiddens", ffn_num_hiddens)
-        check_counts("ffn_num_outputs", ffn_num_outputs)
-        self.dense1 = nn.LazyLinear(ffn_num_hiddens)
-        self.relu = nn.ReLU()
-        self.dense2 = nn.LazyLinear(ffn_num_outputs)
-
-    def forward(self, X):
-        return self.dense2(self.relu(self.dense1(X)))
+        super().__init__(
+            None, check_counts("ffn_num_hiddens", ffn_num_hiddens),
+            check_counts("ffn_num_outputs", ffn_num_outputs),
+        )  # fmt: skip
 
 
-class AddNorm(_AddNorm):
+class AddNorm(_tf.AddNorm):
     """``AddNorm(norm_shape, dropout)``: ``ln(dropout(Y) + X)``."""
 
     def __init__(self, norm_shape, dropout):
@@ -67,28 +67,41 @@ class AddNorm(_AddNorm):
         return super().forward(X, Y)
 
 
-class TransformerEncoderBlock(nn.Module):
+def _config(num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout, use_bias=False):
+    """The core's config, after the book's arguments are checked under the book's names."""
+    check_heads(num_hiddens, num_heads)
+    return _tf.TransformerConfig(
+        d_model=int(num_hiddens), num_heads=int(num_heads),
+        num_layers=check_counts("num_blks", num_blks),
+        d_ff=check_counts("ffn_num_hiddens", ffn_num_hiddens), dropout=check_dropout(dropout),
+        bias=bool(use_bias),
+    )  # fmt: skip
+
+
+class _BookSublayers:
+    """The core block's sublayers as 1.0's: lazy ``d2l.MultiHeadAttention`` and FFN."""
+
+    def _make_attention(self, config):
+        return MultiHeadAttention(config.d_model, config.num_heads, config.dropout, config.bias)
+
+    def _make_ffn(self, config):
+        return PositionWiseFFN(config.d_ff, config.d_model)
+
+
+class TransformerEncoderBlock(_BookSublayers, _tf.EncoderBlock):
     """Self-attention and FFN, each with ``AddNorm``; ``forward(X (B, T, D), valid_lens)``."""
 
     def __init__(self, num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias=False):
-        super().__init__()
-        self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias)
-        self.addnorm1 = AddNorm(num_hiddens, dropout)
-        self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
-        self.addnorm2 = AddNorm(num_hiddens, dropout)
-
-    def forward(self, X, valid_lens):
-        Y = self.addnorm1(X, self.attention(X, X, X, valid_lens))
-        return self.addnorm2(Y, self.ffn(Y))
+        super().__init__(_config(num_hiddens, ffn_num_hiddens, num_heads, 1, dropout, use_bias))
 
 
-def _check_tokens(X, vocab_size):
-    if not isinstance(X, torch.Tensor) or X.dim() != 2 or X.is_floating_point():
-        got = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
+def _check_tokens(X):
+    if not isinstance(X, Tensor) or X.dim() != 2 or X.is_floating_point():
+        got = tuple(X.shape) if isinstance(X, Tensor) else type(X).__name__
         raise ValueError(f"X must be integer token ids (batch_size, num_steps), got {got}")
 
 
-class TransformerEncoder(Encoder):
+class TransformerEncoder(_tf.TransformerEncoder):
     """Embedding * sqrt(D) + positions, then ``num_blks`` encoder blocks (``blks.block{i}``).
 
     ``forward(X (B, T) ids, valid_lens (B,))`` -> (B, T, num_hiddens); in eval mode
@@ -97,97 +110,75 @@ class TransformerEncoder(Encoder):
 
     def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout,
                  use_bias=False):  # fmt: skip
-        super().__init__()
         check_counts("vocab_size", vocab_size)
-        check_counts("num_blks", num_blks)
-        self.num_hiddens = num_hiddens
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
-        self.pos_encoding = PositionalEncoding(num_hiddens, dropout)
-        self.blks = nn.Sequential()
-        for i in range(num_blks):
-            self.blks.add_module(
-                "block" + str(i),
-                TransformerEncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias),
-            )
+        config = _config(num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout, use_bias)
+        super().__init__(
+            vocab_size, config,
+            lambda i: TransformerEncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout,
+                                              use_bias),
+        )  # fmt: skip
 
-    def forward(self, X, valid_lens):
-        _check_tokens(X, self.embedding.num_embeddings)
-        X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))
-        self.attention_weights = [None] * len(self.blks)
-        for i, blk in enumerate(self.blks):
-            X = blk(X, valid_lens)
-            self.attention_weights[i] = blk.attention.attention.attention_weights
-        return X
+    def forward(self, X, valid_lens=None, *args):
+        _check_tokens(X)
+        return super().forward(X, valid_lens, *args)
 
     _pad_safe_forward = forward  # padding keys are masked: EncoderDecoder may trim them
 
+    @property
+    def attention_weights(self):
+        return [blk.attention.attention.attention_weights for blk in self.blks]
 
-class TransformerDecoderBlock(nn.Module):
-    """Block ``i`` of the decoder: causal self-attention over the cached inputs
-    (``state[2][i]``, raw inputs (B, T_seen, D) as the book), cross-attention, FFN."""
+
+class TransformerDecoderBlock(_BookSublayers, _tf.DecoderBlock):
+    """Block ``i`` of the decoder: causal self-attention over the positions cached in
+    ``state[2][i]``, cross-attention, FFN; ``forward(X (B, T, D), state) -> (Y, state)``."""
 
     def __init__(self, num_hiddens, ffn_num_hiddens, num_heads, dropout, i):
-        super().__init__()
-        self.i = check_counts("i", i, minimum=0)
-        self.attention1 = MultiHeadAttention(num_hiddens, num_heads, dropout)
-        self.addnorm1 = AddNorm(num_hiddens, dropout)
-        self.attention2 = MultiHeadAttention(num_hiddens, num_heads, dropout)
-        self.addnorm2 = AddNorm(num_hiddens, dropout)
-        self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
-        self.addnorm3 = AddNorm(num_hiddens, dropout)
+        i = check_counts("i", i, minimum=0)
+        super().__init__(_config(num_hiddens, ffn_num_hiddens, num_heads, 1, dropout))
+        self.i = i
 
-    def forward(self, X, state):
-        """X (B, T, D); state [enc_outputs (B, S, D), enc_valid_lens (B,), cache list]."""
-        enc_outputs, enc_valid_lens = state[0], state[1]
-        cached = state[2][self.i]
-        key_values = X if cached is None else torch.cat((cached, X), dim=1)
-        state[2][self.i] = key_values
-        T, K = X.shape[1], key_values.shape[1]
-        mask = None if T == 1 else causal_mask(T, K, device=X.device)  # (T, K), every mode
-        Y = self.addnorm1(X, self.attention1(X, key_values, key_values, mask))
-        Y2 = self.attention2(Y, enc_outputs, enc_outputs, enc_valid_lens)
-        Z = self.addnorm2(Y, Y2)
-        return self.addnorm3(Z, self.ffn(Z)), state
+    def forward(self, X, state, *block_args):
+        """The book's ``blk(X, state)``, updating ``state[2][i]`` in place; inside the core's
+        decoder, which calls ``blk(X, enc_outputs, cross_mask, cache)``, the core's forward."""
+        if block_args:
+            return super().forward(X, state, *block_args)
+        if state[2][self.i] is None:
+            state[2][self.i] = _tf.BlockCache()
+        return super().forward(X, state[0], state[1], state[2][self.i]), state
 
 
-class TransformerDecoder(AttentionDecoder):
+class TransformerDecoder(_tf.TransformerDecoder):
     """The notebook's decoder; ``attention_weights`` = [self-attention per block,
-    cross-attention per block] (eval mode)."""
+    cross-attention per block] (eval mode), each (B*H, T, K)."""
 
     def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout):
-        super().__init__()
         check_counts("vocab_size", vocab_size)
-        self.num_hiddens = check_counts("num_hiddens", num_hiddens)
-        self.num_blks = check_counts("num_blks", num_blks)
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
-        self.pos_encoding = PositionalEncoding(num_hiddens, dropout)
-        self.blks = nn.Sequential()
-        for i in range(num_blks):
-            self.blks.add_module(
-                "block" + str(i),
-                TransformerDecoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, i),
-            )
-        self.dense = nn.LazyLinear(vocab_size)
+        config = _config(num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout)
+        super().__init__(
+            vocab_size, config,
+            lambda i: TransformerDecoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, i),
+        )  # fmt: skip
+        self.num_blks = config.num_layers
 
-    def init_state(self, enc_outputs, enc_valid_lens):
-        return [enc_outputs, enc_valid_lens, [None] * self.num_blks]
+    def _make_dense(self, d_model, vocab_size):
+        return nn.LazyLinear(vocab_size)
 
     def forward(self, X, state):
-        """X (B, T) ids -> (B, T, vocab), state; positions continue after the cache."""
-        _check_tokens(X, self.embedding.num_embeddings)
+        """X (B, T) ids -> (B, T, vocab), state; positions continue after the cache. As the
+        book's, the caches of ``state`` are updated in place and ``state`` is returned."""
+        _check_tokens(X)
         if len(state) != 3 or len(state[2]) != self.num_blks:
             raise ValueError("state must be init_state(...)'s [enc_outputs, enc_valid_lens, cache]")
-        offset = 0 if state[2][0] is None else state[2][0].shape[1]
-        X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens), offset)
-        self._attention_weights = [[None] * len(self.blks) for _ in range(2)]
-        for i, blk in enumerate(self.blks):
-            X, state = blk(X, state)
-            self._attention_weights[0][i] = blk.attention1.attention.attention_weights
-            self._attention_weights[1][i] = blk.attention2.attention.attention_weights
-        return self.dense(X), state
+        Y, new_state = super().forward(X, state)
+        state[2][:] = new_state[2]
+        return Y, state
 
     _pad_safe_forward = forward  # the source's padding is masked in cross-attention
 
     @property
     def attention_weights(self):
-        return self._attention_weights
+        return [
+            [blk.attention1.attention.attention_weights for blk in self.blks],
+            [blk.attention2.attention.attention_weights for blk in self.blks],
+        ]

@@ -1,0 +1,310 @@
+"""Export a trained Transformer translator to a CTranslate2 model folder.
+
+    export_ctranslate2("runs/base", "runs/base-ct2")     # attnkit translate export ...
+
+The folder holds what ``ctranslate2.Translator(folder)`` loads (``model.bin``,
+``config.json``, ``shared_vocabulary.json`` or ``source_``/``target_vocabulary.json``),
+the SentencePiece model(s) of the checkpoint and a README saying how to load and call it.
+Greedy decoding in CTranslate2 then gives attnkit's token ids (tested).
+
+``ctranslate2`` is imported inside the functions only: attnkit never needs it, and its
+absence is an error naming ``pip install 'attnkit[peers]'``.
+
+How attnkit's Transformer maps onto CTranslate2's ``TransformerSpec``:
+
+- pre-norm or post-norm (``pre_norm`` of the config); pre-norm's final LayerNorm of the
+  encoder and the decoder is the spec's ``layer_norm``; every LayerNorm has eps 1e-5
+  (PyTorch's, recorded as ``layer_norm_epsilon``);
+- embeddings times sqrt(D) (``scale_embeddings``) plus attnkit's own sinusoidal table
+  (interleaved sin/cos, not CTranslate2's concatenated halves), given as the spec's
+  ``position_encodings``; the encoder's and decoder's embeddings stay separate matrices
+  (attnkit ties none) and CTranslate2 writes one ``shared_vocabulary.json`` when the two
+  vocabularies are the same list (a joint SentencePiece model);
+- self-attention: the fused ``W_qkv`` (3D, D), rows q, k, v, is the spec's ``linear[0]``
+  as it is; encoder-decoder attention: rows q of ``W_qkv`` are ``linear[0]``, rows k, v
+  ``linear[1]``; ``W_o`` the last ``linear``; biases when the model has them;
+- the position-wise FFN (ReLU) is ``ffn.linear_0``/``linear_1``; ``decoder.dense`` the
+  output ``projection``;
+- tokens: ``<unk>``, ``<bos>`` (the decoder's start), ``<eos>`` (appended to every source,
+  ``add_source_eos``), at the ids attnkit's SentencePiece models give them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from attnkit._validate import one_of, optional
+
+__all__ = ["PEERS_INSTALL", "QUANTIZATIONS", "export_ctranslate2", "transformer_spec"]
+
+PEERS_INSTALL = "pip install 'attnkit[peers]'"
+QUANTIZATIONS = ("float32", "float16", "bfloat16", "int8", "int8_float32", "int16")
+
+
+def _ctranslate2():
+    """The ``ctranslate2`` package, or an error that says how to install it."""
+    try:
+        import ctranslate2.specs
+    except ImportError:
+        raise ModuleNotFoundError(
+            f"exporting to CTranslate2 needs the ctranslate2 package: {PEERS_INSTALL} "
+            "(or pip install ctranslate2)"
+        ) from None
+    return ctranslate2
+
+
+def transformer_spec(model: nn.Module, src_tokens: list[str], tgt_tokens: list[str]) -> Any:
+    """CTranslate2's ``TransformerSpec`` of an attnkit Transformer, weights and vocabularies set.
+
+    Args:
+        model: an ``EncoderDecoder`` built by ``build_transformer`` (arch "transformer").
+        src_tokens, tgt_tokens: the source and target vocabularies in id order; they must
+            hold ``<unk>``, ``<bos>`` and ``<eos>`` and match the embeddings' sizes.
+
+    Returns:
+        A ``ctranslate2.specs.TransformerSpec`` (not yet validated or saved).
+
+    Raises:
+        ModuleNotFoundError: ctranslate2 is not installed.
+        TypeError: a model that is not an attnkit Transformer.
+        ValueError: vocabularies that do not fit the model.
+    """
+    from attnkit.models.transformer import TransformerDecoder, TransformerEncoder
+
+    encoder, decoder = getattr(model, "encoder", None), getattr(model, "decoder", None)
+    if not (isinstance(encoder, TransformerEncoder) and isinstance(decoder, TransformerDecoder)):
+        raise TypeError(
+            "CTranslate2 export needs an attnkit Transformer (arch 'transformer'), got "
+            f"{type(model).__name__} with {type(encoder).__name__}/{type(decoder).__name__}"
+        )
+    for side, tokens, stack in (("source", src_tokens, encoder), ("target", tgt_tokens, decoder)):
+        if len(tokens) != stack.vocab_size:
+            raise ValueError(
+                f"the {side} vocabulary has {len(tokens)} tokens, the model's embedding "
+                f"{stack.vocab_size}"
+            )
+        missing = [t for t in ("<unk>", "<bos>", "<eos>") if t not in tokens]
+        if missing:
+            raise ValueError(f"the {side} vocabulary has no {', '.join(missing)}")
+    specs = _ctranslate2().specs
+    config = encoder.config
+    spec = specs.TransformerSpec.from_config(
+        (config.num_layers, decoder.config.num_layers),
+        config.num_heads,
+        pre_norm=config.pre_norm,
+        activation=specs.common_spec.Activation.RELU,
+    )
+    _set_stack(spec.encoder, encoder)
+    _set_stack(spec.decoder, decoder)
+    for layer, block in zip(spec.encoder.layer, encoder.blks, strict=True):
+        _set_self_attention(layer.self_attention, block.attention, block.addnorm1.ln)
+        _set_ffn(layer.ffn, block.ffn, block.addnorm2.ln)
+    for layer, block in zip(spec.decoder.layer, decoder.blks, strict=True):
+        _set_self_attention(layer.self_attention, block.attention1, block.addnorm1.ln)
+        _set_cross_attention(layer.attention, block.attention2, block.addnorm2.ln)
+        _set_ffn(layer.ffn, block.ffn, block.addnorm3.ln)
+    _set_linear(spec.decoder.projection, decoder.dense)
+    spec.register_source_vocabulary(list(src_tokens))
+    spec.register_target_vocabulary(list(tgt_tokens))
+    cfg = spec.config
+    cfg.unk_token, cfg.bos_token, cfg.eos_token = "<unk>", "<bos>", "<eos>"
+    cfg.decoder_start_token, cfg.add_source_bos, cfg.add_source_eos = "<bos>", False, True
+    cfg.layer_norm_epsilon = _layer_norm_eps(model)
+    return spec
+
+
+def _weight(t):
+    return t.detach().float().cpu().contiguous()
+
+
+def _set_linear(spec, layer: nn.Linear) -> None:
+    spec.weight = _weight(layer.weight)
+    if layer.bias is not None:
+        spec.bias = _weight(layer.bias)
+
+
+def _set_layer_norm(spec, ln: nn.LayerNorm) -> None:
+    spec.gamma, spec.beta = _weight(ln.weight), _weight(ln.bias)
+
+
+def _set_stack(spec, stack) -> None:
+    """Embeddings (scaled by sqrt(D): the spec's default), positions, final LayerNorm."""
+    # the encoder's spec holds a list of source embeddings (one here), the decoder's one
+    table = spec.embeddings[0] if isinstance(spec.embeddings, list) else spec.embeddings
+    table.weight = _weight(stack.embedding.weight)
+    spec.scale_embeddings = True
+    spec.position_encodings.encodings = _weight(stack.pos_encoding.P[0])  # (max_len, D)
+    if stack.config.pre_norm:
+        _set_layer_norm(spec.layer_norm, stack.final_norm)
+
+
+def _qkv(mha) -> tuple[Any, Any]:
+    """The (3D, D) weight [W_q; W_k; W_v] and its (3D,) bias (or None), either layout."""
+    import torch
+
+    if mha.fused_qkv:
+        bias = mha.W_qkv.bias
+        return _weight(mha.W_qkv.weight), None if bias is None else _weight(bias)
+    layers = (mha.W_q, mha.W_k, mha.W_v)
+    weight = torch.cat([_weight(m.weight) for m in layers])
+    if layers[0].bias is None:
+        return weight, None
+    return weight, torch.cat([_weight(m.bias) for m in layers])
+
+
+def _set_self_attention(spec, mha, ln: nn.LayerNorm) -> None:
+    weight, bias = _qkv(mha)
+    spec.linear[0].weight = weight
+    if bias is not None:
+        spec.linear[0].bias = bias
+    _set_linear(spec.linear[1], mha.W_o)
+    _set_layer_norm(spec.layer_norm, ln)
+
+
+def _set_cross_attention(spec, mha, ln: nn.LayerNorm) -> None:
+    weight, bias = _qkv(mha)
+    D = mha.num_hiddens
+    spec.linear[0].weight, spec.linear[1].weight = weight[:D], weight[D:]
+    if bias is not None:
+        spec.linear[0].bias, spec.linear[1].bias = bias[:D], bias[D:]
+    _set_linear(spec.linear[2], mha.W_o)
+    _set_layer_norm(spec.layer_norm, ln)
+
+
+def _set_ffn(spec, ffn, ln: nn.LayerNorm) -> None:
+    _set_linear(spec.linear_0, ffn.dense1)
+    _set_linear(spec.linear_1, ffn.dense2)
+    _set_layer_norm(spec.layer_norm, ln)
+
+
+def _layer_norm_eps(model: nn.Module) -> float:
+    eps = {m.eps for m in model.modules() if isinstance(m, nn.LayerNorm)}
+    if len(eps) != 1:
+        raise ValueError(f"CTranslate2 takes one LayerNorm epsilon; the model has {sorted(eps)}")
+    return float(eps.pop())
+
+
+def export_ctranslate2(
+    checkpoint: str | os.PathLike, out: str | os.PathLike, *, quantization: str | None = None
+) -> Path:
+    """Write a CTranslate2 model folder ``out`` from a Transformer translator checkpoint.
+
+    Args:
+        checkpoint: a folder of ``attnkit translate train`` (arch "transformer", trained
+            with ``--tokenizer sentencepiece``).
+        out: the folder to create; it must not exist (nothing is replaced).
+        quantization: CTranslate2's weight type (``QUANTIZATIONS``); None keeps float32.
+
+    Returns:
+        ``out``: ``model.bin``, ``config.json``, the vocabularies, the SentencePiece
+        model(s) (``sentencepiece.model`` when joint, else ``source.model`` and
+        ``target.model``) and ``README.md``. The folder appears whole or not at all.
+
+    Raises:
+        FileExistsError: ``out`` exists. FileNotFoundError: no checkpoint there, or no
+            parent folder for ``out``.
+        ValueError: a language-model checkpoint, another arch (Bahdanau, GRU seq2seq), a
+            checkpoint without a subword tokenizer (word-level), a damaged checkpoint.
+        ModuleNotFoundError: ctranslate2 is not installed (``pip install 'attnkit[peers]'``).
+    """
+    from attnkit.checkpoint import read_checkpoint_config
+    from attnkit.inference.translator import Translator
+
+    quantization = optional(one_of, "quantization", quantization, QUANTIZATIONS)
+    checkpoint, out = Path(checkpoint), Path(out)
+    if out.exists() or out.is_symlink():
+        raise FileExistsError(f"{out} already exists: give the export a new folder")
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"cannot create {out}: the folder {out.parent} does not exist")
+    what = f"cannot export {checkpoint} to CTranslate2"
+    try:
+        cfg = read_checkpoint_config(checkpoint)
+    except ValueError as e:
+        raise ValueError(f"{what}: {e}") from None
+    if cfg.get("arch") != "transformer":
+        raise ValueError(
+            f"{what}: it is arch {cfg.get('arch')!r}; the export takes Transformer "
+            "translators (arch 'transformer') only"
+        )
+    record = (cfg.get("data") or {}).get("tokenizer")
+    if record is None:
+        raise ValueError(
+            f"{what}: it has no subword tokenizer (it was trained on word tokens); "
+            "CTranslate2 takes the SentencePiece pieces: train with --tokenizer sentencepiece"
+        )
+    _ctranslate2()
+    translator = Translator.load(checkpoint)  # checks the weights' and tokenizer's sha256
+    data = translator.data
+    spec = transformer_spec(
+        translator.model, data.src_vocab.idx_to_token, data.tgt_vocab.idx_to_token
+    )
+    spec.validate()
+    spec.optimize(quantization=quantization)
+    sp_files = [checkpoint / Path(name).name for name in record["files"]]
+    sp_names = ["sentencepiece.model"] if record.get("joint") else ["source.model", "target.model"]
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        spec.save(str(tmp))
+        for src, name in zip(sp_files, sp_names, strict=True):
+            shutil.copyfile(src, tmp / name)
+        readme = _readme(out.name, sp_names, translator.decode_steps(), data.max_len, quantization)
+        (tmp / "README.md").write_text(readme, encoding="utf-8")
+        os.chmod(tmp, 0o755)
+        if out.exists():
+            raise FileExistsError(f"{out} appeared while exporting: give the export a new folder")
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _readme(
+    name: str, sp_names: list[str], steps: int, max_len: int, quantization: str | None
+) -> str:
+    src_sp, tgt_sp = sp_names[0], sp_names[-1]
+    load_sp = (
+        f'sp = spm.SentencePieceProcessor(model_file="{name}/{src_sp}")\nsp_tgt = sp'
+        if src_sp == tgt_sp
+        else f'sp = spm.SentencePieceProcessor(model_file="{name}/{src_sp}")\n'
+        f'sp_tgt = spm.SentencePieceProcessor(model_file="{name}/{tgt_sp}")'
+    )
+    return f"""# {name}: an attnkit Transformer translator for CTranslate2
+
+Exported by `attnkit translate export --to ctranslate2` (weights {quantization or "float32"}).
+Greedy decoding here gives the token ids of attnkit's greedy decoding (`attnkit translate
+run`), with the settings below.
+
+```python
+import ctranslate2
+import sentencepiece as spm
+from attnkit.data.normalize import normalize_source  # or the rules below
+
+translator = ctranslate2.Translator("{name}", device="cpu")
+{load_sp}
+sentences = ["I'm hungry.", "Where is the station?"]
+pieces = [sp.encode(normalize_source(s), out_type=str) for s in sentences]
+results = translator.translate_batch(
+    pieces, beam_size=1, max_decoding_length={steps}, min_decoding_length=0
+)
+print([sp_tgt.decode(r.hypotheses[0]) for r in results])
+```
+
+- **Source text** is normalized before SentencePiece (whose own normalization is off):
+  Unicode NFC, every kind of space made one plain space (runs collapsed, ends
+  stripped), typographic apostrophes made `'`, lower-cased, no space before
+  `. , ! ? ; :`. That is `attnkit.data.normalize.normalize_source`.
+- `<eos>` is appended to the source by CTranslate2 (`add_source_eos` in config.json);
+  the decoder starts from `<bos>`. Sentences of up to {max_len - 1} pieces are what the
+  model was trained on.
+- `max_decoding_length={steps}` and `min_decoding_length=0` are attnkit's defaults (its
+  decoder steps, `<eos>` included; an immediate `<eos>` allowed).
+- Beam search: CTranslate2's `length_penalty` is its own formula, not attnkit's GNMT
+  penalty `((5 + |y|) / 6) ** alpha`, so beam outputs may differ from attnkit's.
+"""
