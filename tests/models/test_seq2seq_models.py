@@ -195,3 +195,45 @@ def test_registry_builds_validates_and_extends():
         _ARCHS.pop("tiny-test")
     with pytest.raises(TypeError, match="dataclass instance"):
         register_arch("bad", build, TinyConfig)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: register_arch("", print, Seq2SeqConfig()), ValueError,
+         "name must be a non-empty str, got ''"),
+        (lambda: register_arch(3, print, Seq2SeqConfig()), TypeError,
+         r"name must be a non-empty str, got 3 \(int\)"),
+        (lambda: build_model("seq2seq", {}, 0, 5), ValueError,
+         "src_vocab_size must be a positive int, got 0"),
+        (lambda: build_model("seq2seq", {}, "5", 5), TypeError,
+         r"src_vocab_size must be a positive int, got '5' \(str\)"),
+        (lambda: build_model("seq2seq", {}, 5, 0), ValueError,
+         "tgt_vocab_size must be a positive int, got 0"),
+        (lambda: build_model("seq2seq", {}, 5, True), TypeError,
+         r"tgt_vocab_size must be a positive int, got True \(bool\)"),
+        (lambda: Seq2SeqConfig(embed_size=0), ValueError,
+         r"Seq2SeqConfig\.embed_size must be a positive int, got 0"),
+        (lambda: Seq2SeqConfig(num_hiddens=32.0), TypeError,
+         r"Seq2SeqConfig\.num_hiddens must be a positive int, got 32\.0 \(float\)"),
+        (lambda: Seq2SeqConfig(num_layers=-1), ValueError,
+         r"Seq2SeqConfig\.num_layers must be a positive int, got -1"),
+        (lambda: Seq2SeqConfig(num_layers=True), TypeError,
+         r"Seq2SeqConfig\.num_layers must be a positive int, got True \(bool\)"),
+        (lambda: Seq2SeqConfig(dropout=1.0), ValueError,
+         r"Seq2SeqConfig\.dropout must be in \[0, 1\), got 1\.0"),
+        (lambda: Seq2SeqConfig(dropout="0.1"), TypeError,
+         r"Seq2SeqConfig\.dropout must be a float in \[0, 1\), got '0\.1' \(str\)"),
+    ],
+)  # fmt: skip
+def test_registry_and_seq2seq_config_arguments(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_seq2seq_config_takes_numpy_ints_as_ints():
+    import numpy as np
+
+    cfg = Seq2SeqConfig(embed_size=np.int64(8), num_hiddens=np.int32(8))
+    assert type(cfg.embed_size) is int and type(cfg.num_hiddens) is int
+    assert cfg == Seq2SeqConfig(embed_size=8, num_hiddens=8)

@@ -160,17 +160,56 @@ def test_presets_and_registry():
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"),
+    ("kwargs", "error", "match"),
     [
-        ({"d_model": 30, "num_heads": 4}, r"d_model \(30\) must be divisible by num_heads \(4\)"),
-        ({"num_layers": 0}, "num_layers must be a positive int, got 0"),
-        ({"dropout": 1.0}, r"dropout must be in \[0, 1\), got 1.0"),
-        ({"max_len": -1}, "max_len must be a positive int"),
+        ({"d_model": 30, "num_heads": 4}, ValueError,
+         r"TransformerConfig\.d_model \(30\) must be divisible by num_heads \(4\)"),
+        ({"d_model": 0}, ValueError, r"TransformerConfig\.d_model must be a positive int, got 0"),
+        ({"d_model": 32.0}, TypeError,
+         r"TransformerConfig\.d_model must be a positive int, got 32\.0 \(float\)"),
+        ({"num_heads": 0}, ValueError, r"TransformerConfig\.num_heads must be a positive int, got 0"),
+        ({"num_heads": "4"}, TypeError,
+         r"TransformerConfig\.num_heads must be a positive int, got '4' \(str\)"),
+        ({"num_layers": 0}, ValueError, r"TransformerConfig\.num_layers must be a positive int, got 0"),
+        ({"num_layers": True}, TypeError,
+         r"TransformerConfig\.num_layers must be a positive int, got True \(bool\)"),
+        ({"d_ff": -64}, ValueError, r"TransformerConfig\.d_ff must be a positive int, got -64"),
+        ({"d_ff": None}, TypeError,
+         r"TransformerConfig\.d_ff must be a positive int, got None \(NoneType\)"),
+        ({"max_len": -1}, ValueError, r"TransformerConfig\.max_len must be a positive int, got -1"),
+        ({"max_len": 1e3}, TypeError,
+         r"TransformerConfig\.max_len must be a positive int, got 1000\.0 \(float\)"),
+        ({"dropout": 1.0}, ValueError, r"TransformerConfig\.dropout must be in \[0, 1\), got 1\.0"),
+        ({"dropout": "0.1"}, TypeError,
+         r"TransformerConfig\.dropout must be a float in \[0, 1\), got '0\.1' \(str\)"),
+        ({"pre_norm": 1}, TypeError, r"TransformerConfig\.pre_norm must be a bool, got 1 \(int\)"),
+        ({"bias": "no"}, TypeError, r"TransformerConfig\.bias must be a bool, got 'no' \(str\)"),
+    ],
+)  # fmt: skip
+def test_config_validation(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        TransformerConfig(**kwargs)
+
+
+def test_config_takes_numpy_ints_as_ints():
+    import numpy as np
+
+    cfg = TransformerConfig(d_model=np.int64(16), num_heads=np.int32(4))
+    assert type(cfg.d_model) is int and type(cfg.num_heads) is int
+    assert cfg == TransformerConfig(d_model=16, num_heads=4)
+
+
+@pytest.mark.parametrize(
+    ("vocab_size", "error", "match"),
+    [
+        (0, ValueError, "vocab_size must be a positive int, got 0"),
+        (13.0, TypeError, r"vocab_size must be a positive int, got 13\.0 \(float\)"),
+        (True, TypeError, r"vocab_size must be a positive int, got True \(bool\)"),
     ],
 )
-def test_config_validation(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        TransformerConfig(**kwargs)
+def test_vocab_size_is_checked(vocab_size, error, match):
+    with pytest.raises(error, match=match):
+        build_transformer(TransformerConfig(), vocab_size, 17)
 
 
 def test_input_errors():

@@ -241,10 +241,28 @@ def test_more_argument_checks():
         EngineConfig(beta2=1.0)
     with pytest.raises(TypeError, match=r"EngineConfig\.beta1 must be a float in \[0, 1\), got '0"):
         EngineConfig(beta1="0.9")
-    with pytest.raises(ValueError, match=r"TrainConfig\.bleu_sentences must be an int or None"):
+    with pytest.raises(
+        TypeError,
+        match=r"TrainConfig\.bleu_sentences must be a non-negative int, got 2\.5 \(float\)",
+    ):
         TrainConfig(bleu_sentences=2.5)
     with pytest.raises(ValueError, match="no checkpoint directory"):
         Engine(model, LinearTask(data), EngineConfig(epochs=1)).resume()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"reduction": "mean"}, ValueError,
+         "reduction must be one of 'token_mean', 'per_sequence_sum', got 'mean'"),
+        ({"label_smoothing": 1.0}, ValueError, r"label_smoothing must be in \[0, 1\), got 1\.0"),
+        ({"label_smoothing": "0.1"}, TypeError,
+         r"label_smoothing must be a float in \[0, 1\), got '0\.1' \(str\)"),
+    ],
+)  # fmt: skip
+def test_padded_pairs_task_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        PaddedPairsTask([], 2, **kwargs)
 
 
 @pytest.mark.parametrize("clip", [None, 1.0])

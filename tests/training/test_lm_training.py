@@ -174,6 +174,10 @@ def test_generation_bad_input(data):
         make_optimizer(model, "rmsprop", 0.1)
     with pytest.raises(ValueError, match="num_epochs must be a positive int, got 0"):
         train_lm(model, [], num_epochs=0)
+    with pytest.raises(TypeError, match=r"num_epochs must be a positive int, got 2\.0 \(float\)"):
+        train_lm(model, [], num_epochs=2.0)
+    with pytest.raises(TypeError, match=r"num_epochs must be a positive int, got True \(bool\)"):
+        train_lm(model, [], num_epochs=True)
 
 
 def test_checkpoint_roundtrip(tmp_path, data):

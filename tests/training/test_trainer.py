@@ -50,6 +50,42 @@ def test_config_validation():
     assert TrainConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"batch_tokens": 0}, ValueError, r"TrainConfig\.batch_tokens must be a positive int, got 0$"),
+        ({"batch_tokens": 512.0}, TypeError,
+         r"TrainConfig\.batch_tokens must be a positive int, got 512\.0 \(float\)"),
+        ({"batch_tokens": True}, TypeError,
+         r"TrainConfig\.batch_tokens must be a positive int, got True \(bool\)"),
+        ({"label_smoothing": 1.0}, ValueError,
+         r"TrainConfig\.label_smoothing must be in \[0, 1\), got 1\.0"),
+        ({"label_smoothing": "0.1"}, TypeError,
+         r"TrainConfig\.label_smoothing must be a float in \[0, 1\), got '0\.1' \(str\)"),
+        ({"bleu_sentences": -1}, ValueError,
+         r"TrainConfig\.bleu_sentences must be a non-negative int, got -1$"),
+        ({"bleu_sentences": "all"}, TypeError,
+         r"TrainConfig\.bleu_sentences must be a non-negative int, got 'all' \(str\)"),
+        ({"max_decode_len": 0}, ValueError,
+         r"TrainConfig\.max_decode_len must be a positive int, got 0$"),
+        ({"max_decode_len": 5.0}, TypeError,
+         r"TrainConfig\.max_decode_len must be a positive int, got 5\.0 \(float\)"),
+    ],
+)  # fmt: skip
+def test_translation_fields_are_checked(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        TrainConfig(**kwargs)
+
+
+def test_translation_counts_accept_none_and_numpy_ints():
+    import numpy as np
+
+    cfg = TrainConfig(bleu_sentences=None, max_decode_len=None, batch_tokens=np.int64(256))
+    assert cfg.bleu_sentences is None and cfg.max_decode_len is None
+    assert type(cfg.batch_tokens) is int and cfg.batch_tokens == 256  # JSON-safe
+    assert json.dumps(cfg.to_dict())
+
+
 def test_inverse_sqrt_schedule_peaks_at_lr():
     at = lambda step: lr_at("inverse_sqrt", 1e-3, 100, step)  # noqa: E731
     assert at(100) == pytest.approx(1e-3)

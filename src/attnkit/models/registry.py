@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnkit._validate import boolean, one_of, positive_int
+from attnkit._validate import boolean, one_of, positive_int, probability
 from attnkit.models.rnn import RNNLM, build_lm
 from attnkit.models.seq2seq import (
     EncoderDecoder,
@@ -61,8 +61,10 @@ def register_arch(name: str, builder: Builder, default_config: Any) -> None:
     with ``dataclasses.replace`` (so its ``__post_init__`` validates the result).
     Registering a name again replaces the previous entry.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a non-empty str, got {name!r} ({type(name).__name__})")
+    if not name:
+        raise ValueError(f"name must be a non-empty str, got {name!r}")
     if not callable(builder):
         raise TypeError(f"builder must be callable, got {type(builder).__name__}")
     if not dataclasses.is_dataclass(default_config) or isinstance(default_config, type):
@@ -102,9 +104,8 @@ def build_model(
     """Build ``arch`` with ``config`` (a dict of overrides, or the config dataclass)."""
     if dataclasses.is_dataclass(config) and not isinstance(config, type):
         config = dataclasses.asdict(config)
-    for name, v in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size)):
-        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    src_vocab_size = positive_int("src_vocab_size", src_vocab_size)
+    tgt_vocab_size = positive_int("tgt_vocab_size", tgt_vocab_size)
     cfg = arch_config(arch, config)
     model = _get(arch).builder(cfg, src_vocab_size, tgt_vocab_size)
     if not isinstance(model, EncoderDecoder):
@@ -157,12 +158,11 @@ class Seq2SeqConfig:
     dropout: float = 0.1
 
     def __post_init__(self) -> None:
-        for name in ("embed_size", "num_hiddens", "num_layers"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if not isinstance(self.dropout, int | float) or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be a float in [0, 1), got {self.dropout!r}")
+        name = type(self).__name__
+        for field_name in ("embed_size", "num_hiddens", "num_layers"):
+            value = positive_int(f"{name}.{field_name}", getattr(self, field_name))
+            object.__setattr__(self, field_name, value)  # numpy ints become ints (JSON)
+        probability(f"{name}.dropout", self.dropout)
 
 
 def _build_seq2seq(cfg: Seq2SeqConfig, src_vocab_size: int, tgt_vocab_size: int):

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
+from attnkit._validate import boolean, positive_int, probability
 from attnkit.attention.dropout import Dropout
 from attnkit.attention.kv_cache import KVCache
 from attnkit.attention.masking import attention_mask
@@ -87,19 +88,17 @@ class TransformerConfig:
     bias: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("d_model", "num_heads", "num_layers", "d_ff", "max_len"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        name = type(self).__name__
+        for field_name in ("d_model", "num_heads", "num_layers", "d_ff", "max_len"):
+            value = positive_int(f"{name}.{field_name}", getattr(self, field_name))
+            object.__setattr__(self, field_name, value)  # numpy ints become ints (JSON)
         if self.d_model % self.num_heads:
             raise ValueError(
-                f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})"
+                f"{name}.d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})"
             )
-        if not isinstance(self.dropout, int | float) or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
-        for name in ("pre_norm", "bias"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        probability(f"{name}.dropout", self.dropout)
+        for field_name in ("pre_norm", "bias"):
+            boolean(f"{name}.{field_name}", getattr(self, field_name))
 
 
 class PositionWiseFFN(nn.Module):
@@ -204,8 +203,7 @@ class _TokenStack:
     def _build_stack(
         self, vocab_size: int, config: TransformerConfig, make_block: Callable[[int], nn.Module]
     ) -> None:
-        if not isinstance(vocab_size, int) or vocab_size <= 0:
-            raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
+        vocab_size = positive_int("vocab_size", vocab_size)
         self.config = config
         self.vocab_size = vocab_size
         self.num_hiddens = config.d_model

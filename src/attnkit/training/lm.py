@@ -282,8 +282,7 @@ def train_lm(
     (``data_iter`` must give each rank its rows, as ``LMDataLoader(rank=, world_size=)``).
     For checkpoints and resume, build an ``Engine`` with an ``LMTask`` (as the CLI does).
     """
-    if isinstance(num_epochs, bool) or not isinstance(num_epochs, int) or num_epochs <= 0:
-        raise ValueError(f"num_epochs must be a positive int, got {num_epochs!r}")
+    num_epochs = positive_int("num_epochs", num_epochs)
     config = EngineConfig(
         epochs=num_epochs, lr=lr, clip=clip, optimizer=optimizer, seed=None,
         device=str(model_device(model, device)), progress=progress,

@@ -31,6 +31,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, RandomSampler, TensorDataset, default_collate
 
+from attnkit._validate import non_negative_int, one_of, optional, positive_int, probability
 from attnkit.inference.evaluation import split_texts, translate_and_score
 from attnkit.metrics import bleu_from_stats
 from attnkit.models.seq2seq import EncoderDecoder
@@ -78,30 +79,17 @@ class TrainConfig(EngineConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if isinstance(self.batch_tokens, bool) or not isinstance(self.batch_tokens, int):
-            raise ValueError(
-                f"TrainConfig.batch_tokens must be a positive int, got {self.batch_tokens!r}"
-            )
-        if self.batch_tokens < 1:
-            raise ValueError(
-                f"TrainConfig.batch_tokens must be a positive int, got {self.batch_tokens!r}"
-            )
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise ValueError(
-                f"TrainConfig.label_smoothing must be in [0, 1), got {self.label_smoothing!r}"
-            )
-        for field in ("bleu_sentences", "max_decode_len"):
-            v = getattr(self, field)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-                raise ValueError(f"TrainConfig.{field} must be an int or None, got {v!r}")
-        if self.bleu_sentences is not None and self.bleu_sentences < 0:
-            raise ValueError(
-                f"TrainConfig.bleu_sentences must be >= 0 or None, got {self.bleu_sentences}"
-            )
-        if self.max_decode_len is not None and self.max_decode_len < 1:
-            raise ValueError(
-                f"TrainConfig.max_decode_len must be >= 1 or None, got {self.max_decode_len}"
-            )
+        name = type(self).__name__
+        counts = {
+            "batch_tokens": positive_int(f"{name}.batch_tokens", self.batch_tokens),
+            "bleu_sentences": optional(
+                non_negative_int, f"{name}.bleu_sentences", self.bleu_sentences
+            ),
+            "max_decode_len": optional(positive_int, f"{name}.max_decode_len", self.max_decode_len),
+        }
+        for field_name, value in counts.items():
+            object.__setattr__(self, field_name, value)  # numpy ints become ints (JSON)
+        probability(f"{name}.label_smoothing", self.label_smoothing)
 
 
 class TensorBatches:
@@ -189,12 +177,11 @@ class PaddedPairsTask(Task):
         label_smoothing: float = 0.0,
         trim_source: bool = True,
     ) -> None:
-        if reduction not in REDUCTIONS:
-            raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+        one_of("reduction", reduction, REDUCTIONS)
         self._batches = batches
         self.bos_id = int(bos_id)
         self.reduction = reduction
-        self.label_smoothing = label_smoothing
+        self.label_smoothing = probability("label_smoothing", label_smoothing)
         self.trim_source = bool(trim_source)
 
     def batches(self, epoch: int, rank: int, world_size: int):

@@ -44,6 +44,8 @@ def test_progress_board_averages_every_n_and_saves(tmp_path):
     assert board.save(tmp_path / "b.png").stat().st_size > 0
     with pytest.raises(ValueError, match="every_n must be a positive int, got 0"):
         board.draw(1, 1, "sq", every_n=0)
+    with pytest.raises(TypeError, match=r"every_n must be a positive int, got '2' \(str\)"):
+        board.draw(1, 1, "sq", every_n="2")
 
 
 class SyntheticRegressionData(d2l.DataModule):  # the book's chapter 3 class, as written
@@ -120,14 +122,40 @@ def test_trainer_clips_and_matches_a_plain_loop_in_float64():
     ("kwargs", "error", "match"),
     [
         ({"max_epochs": -1}, ValueError, "max_epochs must be a non-negative int, got -1"),
-        ({"max_epochs": 1.5}, TypeError, "max_epochs must be a non-negative int, got 1.5"),
-        ({"max_epochs": 1, "num_gpus": -2}, ValueError, "num_gpus must be a non-negative"),
-        ({"max_epochs": 1, "gradient_clip_val": -1}, ValueError, "gradient_clip_val must be"),
+        ({"max_epochs": 1.5}, TypeError, r"max_epochs must be a non-negative int, got 1\.5 \(float\)"),
+        ({"max_epochs": True}, TypeError, r"max_epochs must be a non-negative int, got True \(bool\)"),
+        ({"max_epochs": 1, "num_gpus": -2}, ValueError, "num_gpus must be a non-negative int, got -2"),
+        ({"max_epochs": 1, "num_gpus": "0"}, TypeError,
+         r"num_gpus must be a non-negative int, got '0' \(str\)"),
+        ({"max_epochs": 1, "gradient_clip_val": -1}, ValueError,
+         "gradient_clip_val must be a finite number >= 0, got -1"),
+        ({"max_epochs": 1, "gradient_clip_val": float("nan")}, ValueError,
+         "gradient_clip_val must be a finite number >= 0, got nan"),
+        ({"max_epochs": 1, "gradient_clip_val": "1"}, TypeError,
+         r"gradient_clip_val must be a finite number >= 0, got '1' \(str\)"),
     ],
-)
+)  # fmt: skip
 def test_trainer_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
         d2l.Trainer(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"plot_train_per_epoch": 0}, ValueError,
+         "plot_train_per_epoch must be a positive finite number, got 0"),
+        ({"plot_train_per_epoch": "2"}, TypeError,
+         r"plot_train_per_epoch must be a positive finite number, got '2' \(str\)"),
+        ({"plot_valid_per_epoch": -1.0}, ValueError,
+         r"plot_valid_per_epoch must be a positive finite number, got -1\.0"),
+        ({"plot_valid_per_epoch": None}, TypeError,
+         r"plot_valid_per_epoch must be a positive finite number, got None \(NoneType\)"),
+    ],
+)  # fmt: skip
+def test_module_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        d2l.Module(**kwargs)
 
 
 def test_fit_checks_model_and_data():
@@ -143,6 +171,10 @@ def test_devices():
     assert d2l.try_gpu(10_000) == torch.device("cpu")
     assert d2l.num_gpus() == torch.cuda.device_count()
     assert len(d2l.try_all_gpus()) == d2l.num_gpus()
+    with pytest.raises(ValueError, match=r"gpu\(i\): i must be a non-negative int, got -1"):
+        d2l.gpu(-1)
+    with pytest.raises(TypeError, match=r"gpu\(i\): i must be a non-negative int, got '0' \(str\)"):
+        d2l.gpu("0")
 
 
 def test_a_replaced_fit_epoch_runs_as_the_notebook_wrote_it():

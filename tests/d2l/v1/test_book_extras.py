@@ -85,13 +85,28 @@ def test_fashion_mnist_offline_without_files_names_the_four_files(tmp_path, monk
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "error"),
-    [({"batch_size": 0}, ValueError), ({"batch_size": 2.5}, TypeError),
-     ({"resize": (96,)}, ValueError), ({"resize": (0, 28)}, ValueError)],
+    ("kwargs", "error", "match"),
+    [
+        ({"batch_size": 0}, ValueError, "batch_size must be a positive int, got 0"),
+        ({"batch_size": 2.5}, TypeError, r"batch_size must be a positive int, got 2\.5 \(float\)"),
+        ({"resize": (96,)}, ValueError, r"resize must be \(height, width\) of positive ints, got \(96,\)"),
+        ({"resize": "96"}, TypeError,
+         r"resize must be \(height, width\) of positive ints, got '96' \(str\)"),
+        ({"resize": (0, 28)}, ValueError, r"resize\[0\] must be a positive int, got 0"),
+        ({"resize": (28, 28.0)}, TypeError, r"resize\[1\] must be a positive int, got 28\.0 \(float\)"),
+    ],
 )  # fmt: skip
-def test_fashion_mnist_checks_its_arguments(fashion_root, kwargs, error):
-    with pytest.raises(error):
+def test_fashion_mnist_checks_its_arguments(fashion_root, kwargs, error, match):
+    with pytest.raises(error, match=match):
         d2l.FashionMNIST(**kwargs)
+
+
+def test_fashion_mnist_takes_one_int_as_a_square_resize(fashion_root):
+    # the book's transforms.Resize(32) resizes the (square) images to 32 x 32
+    data = d2l.FashionMNIST(batch_size=4, resize=32)
+    assert data.resize == (32, 32)
+    X, _ = next(iter(data.val_dataloader()))
+    assert X.shape == (4, 1, 32, 32)
 
 
 def test_linear_regression_as_the_book():
@@ -109,8 +124,10 @@ def test_linear_regression_as_the_book():
     torch.testing.assert_close(model.loss(model(X), y), ((model(X) - y) ** 2).mean())
     optimizer = model.configure_optimizers()
     assert isinstance(optimizer, torch.optim.SGD) and optimizer.defaults["lr"] == 0.03
-    with pytest.raises(ValueError, match="lr must be a positive number"):
+    with pytest.raises(ValueError, match="lr must be a positive number, got 0"):
         d2l.LinearRegression(lr=0)
+    with pytest.raises(TypeError, match=r"lr must be a positive number, got '0\.03' \(str\)"):
+        d2l.LinearRegression(lr="0.03")
 
 
 def test_linear_regression_fits_a_line():
@@ -158,3 +175,20 @@ def test_download_of_an_extracted_archive_stays_offline(fra_root):
     assert (fra_root / "fra-eng" / "fra.txt").read_text(encoding="utf-8").startswith("Go.\tVa !")
     with pytest.raises(d2l.DatasetUnavailableError, match="Are you offline"):
         d2l.download(d2l.DATA_URL + "other.zip", str(fra_root))
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        (("fra-eng.zip",), ValueError, "url must be a URL string, got 'fra-eng.zip'"),
+        ((None,), TypeError, r"url must be a URL string, got None \(NoneType\)"),
+        ((d2l.DATA_URL + "a.zip", ".", "abc"), ValueError,
+         "sha1_hash must be 40 hex digits or None, got 'abc'"),
+        ((d2l.DATA_URL + "a.zip", ".", 123), TypeError,
+         r"sha1_hash must be 40 hex digits or None, got 123 \(int\)"),
+    ],
+)  # fmt: skip
+def test_download_checks_its_arguments(tmp_path, monkeypatch, args, error, match):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(error, match=match):
+        d2l.download(*args)

@@ -28,11 +28,24 @@ def test_vocab_is_alphabetical_and_flattens():
     assert len(d2l.Vocab()) == 1
 
 
-def test_vocab_errors():
-    with pytest.raises(TypeError, match="tokens must be a list of tokens"):
-        d2l.Vocab("abc")
-    with pytest.raises(ValueError, match=r"token index must be in \[0, 2\), got 7"):
-        d2l.Vocab(["a"]).to_tokens(7)
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: d2l.Vocab("abc"), TypeError, "tokens must be a list of tokens"),
+        (lambda: d2l.Vocab(["a"], min_freq="2"), TypeError,
+         r"min_freq must be a finite number, got '2' \(str\)"),
+        (lambda: d2l.Vocab(["a"], min_freq=float("nan")), ValueError,
+         "min_freq must be a finite number, got nan"),
+        (lambda: d2l.Vocab(["a"]).to_tokens(7), ValueError,
+         r"token index must be an int in \[0, 2\), got 7"),
+        (lambda: d2l.Vocab(["a"]).to_tokens(1.0), TypeError,
+         r"token index must be an int in \[0, 2\), got 1\.0 \(float\)"),
+    ],
+)  # fmt: skip
+def test_vocab_errors(call, error, match):
+    # the book raises IndexError for an index out of range; ours is a ValueError naming it
+    with pytest.raises(error, match=match):
+        call()
 
 
 def test_time_machine_from_env_ids_as_the_book(monkeypatch, timemachine_file):
@@ -65,9 +78,9 @@ def test_time_machine_errors(monkeypatch, tmp_path, timemachine_file):
     monkeypatch.setenv("ATTNKIT_TIMEMACHINE", str(timemachine_file))
     with pytest.raises(ValueError, match=r"num_train \+ num_val = 15000 windows"):
         d2l.TimeMachine(2, 5)
-    with pytest.raises(ValueError, match="num_steps must be an int >= 1, got 0"):
+    with pytest.raises(ValueError, match="num_steps must be a positive int, got 0"):
         d2l.TimeMachine(2, 0)
-    with pytest.raises(TypeError, match=r"batch_size must be an int >= 1, got 2\.0"):
+    with pytest.raises(TypeError, match=r"batch_size must be a positive int, got 2\.0 \(float\)"):
         d2l.TimeMachine(2.0, 5)
     empty = tmp_path / "empty.txt"
     empty.write_text("")
@@ -129,7 +142,7 @@ def test_mtfraeng_offline_without_a_file(tmp_path, monkeypatch):
 def test_mtfraeng_errors(fra_root, tmp_path):
     with pytest.raises(ValueError, match=r"num_train \+ num_val = 512 \+ 128 = 640 sentence"):
         d2l.MTFraEng(batch_size=4, root=str(fra_root))
-    with pytest.raises(ValueError, match="num_steps must be an int >= 1, got -1"):
+    with pytest.raises(ValueError, match="num_steps must be a positive int, got -1"):
         d2l.MTFraEng(4, num_steps=-1, root=str(fra_root))
     (tmp_path / "e").mkdir()
     (tmp_path / "e" / "fra.txt").write_text("  \n")
@@ -138,6 +151,26 @@ def test_mtfraeng_errors(fra_root, tmp_path):
     data = d2l.MTFraEng(2, 4, 4, 2, root=str(fra_root))
     with pytest.raises(ValueError, match="same length, got 2 and 1"):
         data.build(["go .", "hi ."], ["va !"])
+
+
+@pytest.mark.parametrize("cls", [d2l.TimeMachine, d2l.MTFraEng])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"batch_size": 0}, ValueError, "batch_size must be a positive int, got 0"),
+        ({"batch_size": "2"}, TypeError, r"batch_size must be a positive int, got '2' \(str\)"),
+        ({"num_steps": -1}, ValueError, "num_steps must be a positive int, got -1"),
+        ({"num_steps": 4.0}, TypeError, r"num_steps must be a positive int, got 4\.0 \(float\)"),
+        ({"num_train": 0}, ValueError, "num_train must be a positive int, got 0"),
+        ({"num_train": True}, TypeError, r"num_train must be a positive int, got True \(bool\)"),
+        ({"num_val": -1}, ValueError, "num_val must be a non-negative int, got -1"),
+        ({"num_val": None}, TypeError, r"num_val must be a non-negative int, got None \(NoneType\)"),
+    ],
+)  # fmt: skip
+def test_data_counts_are_checked_before_any_file_is_read(tmp_path, cls, kwargs, error, match):
+    args = {"batch_size": 2, "num_steps": 4, "num_train": 4, "num_val": 2, **kwargs}
+    with pytest.raises(error, match=match):
+        cls(**args, root=str(tmp_path / "nothing-here"))
 
 
 @pytest.mark.skipif(not REAL_FRA.is_file(), reason=f"no real fra.txt at {REAL_FRA}")

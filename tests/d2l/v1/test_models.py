@@ -386,22 +386,77 @@ def test_nadaraya_watson_kernels():
         d2l.nadaraya_watson(x_train, y_train[:2], x_val, d2l.gaussian)
 
 
+_M = nn.Linear(1, 1)  # a stand-in encoder/decoder for Seq2Seq's own checks
+
+
 @pytest.mark.parametrize(
     ("build", "error", "match"),
     [
         (lambda: d2l.MultiHeadAttention(10, 3, 0.1), ValueError,
          "num_hiddens must be divisible by num_heads, got num_hiddens=10 and num_heads=3"),
-        (lambda: d2l.MultiHeadAttention(8, 0, 0.1), ValueError, "num_heads must be an int >= 1, got 0"),
-        (lambda: d2l.MultiHeadAttention(8.0, 2, 0.1), TypeError, "num_hiddens must be an int"),
+        (lambda: d2l.MultiHeadAttention(8, 0, 0.1), ValueError, "num_heads must be a positive int, got 0"),
+        (lambda: d2l.MultiHeadAttention(8, "2", 0.1), TypeError,
+         r"num_heads must be a positive int, got '2' \(str\)"),
+        (lambda: d2l.MultiHeadAttention(8.0, 2, 0.1), TypeError,
+         r"num_hiddens must be a positive int, got 8\.0 \(float\)"),
+        (lambda: d2l.MultiHeadAttention(8, 2, 1.0), ValueError, r"dropout must be in \[0, 1\), got 1\.0"),
+        (lambda: d2l.MultiHeadAttention(8, 2, None), TypeError,
+         r"dropout must be a float in \[0, 1\), got None \(NoneType\)"),
+        (lambda: d2l.DotProductAttention(-0.1), ValueError, r"dropout must be in \[0, 1\), got -0\.1"),
+        (lambda: d2l.DotProductAttention("0.1"), TypeError,
+         r"dropout must be a float in \[0, 1\), got '0\.1' \(str\)"),
+        (lambda: d2l.AdditiveAttention(-1, 0.1), ValueError, "num_hiddens must be a positive int, got -1"),
+        (lambda: d2l.AdditiveAttention(True, 0.1), TypeError,
+         r"num_hiddens must be a positive int, got True \(bool\)"),
+        (lambda: d2l.AdditiveAttention(4, 1), ValueError, r"dropout must be in \[0, 1\), got 1"),
+        (lambda: d2l.AdditiveAttention(4, False), TypeError,
+         r"dropout must be a float in \[0, 1\), got False \(bool\)"),
+        (lambda: d2l.Seq2SeqAttentionDecoder(0, 8, 16, 2), ValueError, "vocab_size must be a positive int, got 0"),
+        (lambda: d2l.Seq2SeqAttentionDecoder(10.0, 8, 16, 2), TypeError,
+         r"vocab_size must be a positive int, got 10\.0 \(float\)"),
+        (lambda: d2l.Seq2SeqAttentionDecoder(10, 8, 16, 0), ValueError, "num_layers must be a positive int, got 0"),
+        (lambda: d2l.Seq2SeqAttentionDecoder(10, 8, 16, "2"), TypeError,
+         r"num_layers must be a positive int, got '2' \(str\)"),
         (lambda: d2l.TransformerEncoder(10, 8, 16, 2, 2, 1.5), ValueError, r"dropout must be in \[0, 1\), got 1.5"),
-        (lambda: d2l.TransformerDecoder(10, 8, 0, 2, 2, 0.1), ValueError, "ffn_num_hiddens must be an int >= 1, got 0"),
-        (lambda: d2l.AdditiveAttention(-1, 0.1), ValueError, "num_hiddens must be an int >= 1, got -1"),
-        (lambda: d2l.RNNScratch(0, 4), ValueError, "num_inputs must be an int >= 1, got 0"),
-        (lambda: d2l.GRU(3, 4, 0), ValueError, "num_layers must be an int >= 1, got 0"),
-        (lambda: d2l.Seq2Seq(nn.Linear(1, 1), nn.Linear(1, 1), tgt_pad=-1, lr=0.1), ValueError,
-         "tgt_pad must be a token id"),
-        (lambda: d2l.Seq2Seq(nn.Linear(1, 1), nn.Linear(1, 1), tgt_pad=0, lr=0), ValueError,
-         "lr must be a positive number, got 0"),
+        (lambda: d2l.TransformerDecoder(10, 8, 0, 2, 2, 0.1), ValueError,
+         "ffn_num_hiddens must be a positive int, got 0"),
+        (lambda: d2l.TransformerDecoder(10, 8, 16, 2, 2.0, 0.1), TypeError,
+         r"num_blks must be a positive int, got 2\.0 \(float\)"),
+        (lambda: d2l.TransformerDecoderBlock(8, 16, 2, 0.1, -1), ValueError, "i must be a non-negative int, got -1"),
+        (lambda: d2l.TransformerDecoderBlock(8, 16, 2, 0.1, "0"), TypeError,
+         r"i must be a non-negative int, got '0' \(str\)"),
+        (lambda: d2l.RNNScratch(0, 4), ValueError, "num_inputs must be a positive int, got 0"),
+        (lambda: d2l.RNNScratch(3.0, 4), TypeError, r"num_inputs must be a positive int, got 3\.0 \(float\)"),
+        (lambda: d2l.GRUScratch(3, -4), ValueError, "num_hiddens must be a positive int, got -4"),
+        (lambda: d2l.LSTMScratch(3, None), TypeError, r"num_hiddens must be a positive int, got None"),
+        (lambda: d2l.RNNScratch(3, 4, sigma=-0.01), ValueError, r"sigma must be a finite number >= 0, got -0\.01"),
+        (lambda: d2l.RNNScratch(3, 4, sigma="0.01"), TypeError,
+         r"sigma must be a finite number >= 0, got '0\.01' \(str\)"),
+        (lambda: d2l.StackedRNNScratch(3, 4, 0), ValueError, "num_layers must be a positive int, got 0"),
+        (lambda: d2l.StackedRNNScratch(3, 4, 2.0), TypeError, r"num_layers must be a positive int, got 2\.0"),
+        (lambda: d2l.RNNLMScratch(d2l.RNNScratch(3, 4), 0), ValueError, "vocab_size must be a positive int, got 0"),
+        (lambda: d2l.RNNLMScratch(d2l.RNNScratch(3, 4), "3"), TypeError,
+         r"vocab_size must be a positive int, got '3' \(str\)"),
+        (lambda: d2l.RNN(3, 0), ValueError, "num_hiddens must be a positive int, got 0"),
+        (lambda: d2l.RNN(True, 4), TypeError, r"num_inputs must be a positive int, got True \(bool\)"),
+        (lambda: d2l.LSTM(0, 4), ValueError, "num_inputs must be a positive int, got 0"),
+        (lambda: d2l.LSTM(3, 4.5), TypeError, r"num_hiddens must be a positive int, got 4\.5"),
+        (lambda: d2l.BiGRU(3, 0), ValueError, "num_hiddens must be a positive int, got 0"),
+        (lambda: d2l.BiGRU("3", 4), TypeError, r"num_inputs must be a positive int, got '3' \(str\)"),
+        (lambda: d2l.GRU(3, 4, 0), ValueError, "num_layers must be a positive int, got 0"),
+        (lambda: d2l.GRU(3, 4, 1.0), TypeError, r"num_layers must be a positive int, got 1\.0 \(float\)"),
+        (lambda: d2l.GRU(3, 4, 2, dropout=1.5), ValueError, r"dropout must be in \[0, 1\), got 1\.5"),
+        (lambda: d2l.GRU(3, 4, 2, dropout="0"), TypeError, r"dropout must be a float in \[0, 1\), got '0'"),
+        (lambda: d2l.Seq2SeqEncoder(0, 8, 16, 2), ValueError, "vocab_size must be a positive int, got 0"),
+        (lambda: d2l.Seq2SeqEncoder(10, 8.0, 16, 2), TypeError, r"embed_size must be a positive int, got 8\.0"),
+        (lambda: d2l.Seq2SeqDecoder(10, -8, 16, 2), ValueError, "embed_size must be a positive int, got -8"),
+        (lambda: d2l.Seq2SeqDecoder([10], 8, 16, 2), TypeError, r"vocab_size must be a positive int, got \[10\]"),
+        (lambda: d2l.Seq2Seq(_M, _M, tgt_pad=-1, lr=0.1), ValueError, "tgt_pad must be a non-negative int, got -1"),
+        (lambda: d2l.Seq2Seq(_M, _M, tgt_pad=0.0, lr=0.1), TypeError,
+         r"tgt_pad must be a non-negative int, got 0\.0 \(float\)"),
+        (lambda: d2l.Seq2Seq(_M, _M, tgt_pad=0, lr=0), ValueError, "lr must be a positive number, got 0"),
+        (lambda: d2l.Seq2Seq(_M, _M, tgt_pad=0, lr="0.1"), TypeError,
+         r"lr must be a positive number, got '0\.1' \(str\)"),
         (lambda: d2l.EncoderDecoder(1, 2), TypeError, "encoder and decoder must be nn.Modules, got int and int"),
     ],
 )  # fmt: skip
@@ -420,8 +475,15 @@ def test_forward_errors_name_the_argument():
         model.encoder(X, torch.tensor([1, 2]))
     with pytest.raises(TypeError, match="valid_lens must have an integer dtype"):
         model.encoder(X, lens.float())
-    with pytest.raises(ValueError, match=r"X must be integer token ids \(batch_size, num_steps\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"X must be integer token ids \(batch_size, num_steps\), got torch\.float32",
+    ):
         model.encoder(X.float(), lens)
+    with pytest.raises(
+        ValueError, match=r"X must be integer token ids \(batch_size, num_steps\), got shape \(3,\)"
+    ):
+        model.encoder(X[:, 0], lens)
     with pytest.raises(ValueError, match="num_steps must be a positive int, got 0"):
         model.predict_step((X, Y, lens, Y), "cpu", 0)
     with pytest.raises(TypeError, match=r"num_steps must be a positive int, got 2\.5"):
@@ -431,16 +493,64 @@ def test_forward_errors_name_the_argument():
     ):
         model.predict_step((X, Y, lens[:2], Y), "cpu", 2)
     mha = d2l.MultiHeadAttention(8, 2, 0.0)
-    with pytest.raises(
-        ValueError, match=r"queries must be a float tensor \(B, T, D\), got \(3, 4\)"
-    ):
+    with pytest.raises(ValueError, match=r"queries must be 3-D \(B, T, D\), got shape \(3, 4\)"):
         mha(torch.ones(3, 4), torch.ones(3, 4, 2), torch.ones(3, 4, 2), None)
+    with pytest.raises(TypeError, match=r"keys must be a floating-point tensor, got torch\.int64"):
+        mha(torch.ones(3, 2, 2), torch.ones(3, 4, 2, dtype=torch.long), torch.ones(3, 4, 2), None)
+    additive = d2l.AdditiveAttention(4, 0.0)
+    with pytest.raises(TypeError, match=r"values must be a torch\.Tensor, got list"):
+        additive(torch.ones(3, 2, 2), torch.ones(3, 4, 2), [[1.0]], None)
+    with pytest.raises(ValueError, match=r"keys must be 3-D \(B, T, D\), got shape \(3, 4\)"):
+        additive(torch.ones(3, 2, 2), torch.ones(3, 4), torch.ones(3, 4, 2), None)
     with pytest.raises(
         ValueError, match="keys and values must have the same length K, got 4 and 5"
     ):
         mha(torch.ones(3, 2, 2), torch.ones(3, 4, 2), torch.ones(3, 5, 2), None)
     with pytest.raises(ValueError, match=r"inputs must be \(num_steps, batch_size, num_inputs=3\)"):
         d2l.RNNScratch(3, 4)(torch.ones(2, 5, 4))
+    encoder = d2l.Seq2SeqEncoder(10, 8, 16, 2)
+    with pytest.raises(
+        TypeError,
+        match=r"X must be an integer tensor \(batch_size, num_steps\), got torch\.float32",
+    ):
+        encoder(torch.zeros(2, 3))
+    with pytest.raises(
+        TypeError, match=r"X must be an integer tensor \(batch_size, num_steps\), got list"
+    ):
+        encoder([[1, 2]])
+    with pytest.raises(
+        ValueError, match=r"X must be an integer tensor \(batch_size, num_steps\), got shape \(2,\)"
+    ):
+        encoder(torch.zeros(2, dtype=torch.long))
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        (("", 3), ValueError, "prefix must be a non-empty str, got ''"),
+        ((["a"], 3), TypeError, r"prefix must be a non-empty str, got \['a'\] \(list\)"),
+        (("ab", -1), ValueError, "num_preds must be a non-negative int, got -1"),
+        (("ab", 3.0), TypeError, r"num_preds must be a non-negative int, got 3\.0 \(float\)"),
+    ],
+)
+def test_predict_checks_its_arguments(args, error, match):
+    vocab = d2l.Vocab(list("abcdefghijklmn"))
+    model = d2l.RNNLMScratch(d2l.RNNScratch(len(vocab), 4), len(vocab))
+    with pytest.raises(error, match=match):
+        model.predict(*args, vocab)
+
+
+@pytest.mark.parametrize(
+    ("k", "error", "match"),
+    [
+        (0, ValueError, "k must be a positive int, got 0"),
+        (2.0, TypeError, r"k must be a positive int, got 2\.0 \(float\)"),
+        (True, TypeError, r"k must be a positive int, got True \(bool\)"),
+    ],
+)
+def test_bleu_checks_k(k, error, match):
+    with pytest.raises(error, match=match):
+        d2l.bleu("je suis .", "je suis chez moi .", k)
 
 
 def test_rnn_scratch_models_and_lm_predict():

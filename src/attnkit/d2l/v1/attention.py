@@ -15,11 +15,10 @@ mode it keeps them, shaped as the book's.
 
 from __future__ import annotations
 
-import numbers
-
 import torch
-from torch import Tensor, nn
+from torch import nn
 
+from attnkit._validate import check_qkv, positive_int, probability
 from attnkit.attention.lazy import LazyMultiHeadAttention
 from attnkit.attention.masking import masked_softmax as _masked_softmax
 from attnkit.d2l.attention import DotProductAttention as _DotProductAttention
@@ -28,7 +27,6 @@ from attnkit.d2l.attention import transpose_output as _transpose_output
 from attnkit.d2l.attention import transpose_qkv as _transpose_qkv
 from attnkit.d2l.v1.base import Module
 from attnkit.d2l.v1.seq2seq import init_seq2seq
-from attnkit.d2l.v1.text import check_counts
 from attnkit.models.seq2seq import AttentionDecoder
 
 __all__ = [
@@ -42,38 +40,14 @@ def masked_softmax(X, valid_lens):
     return _masked_softmax(X, valid_lens)
 
 
-def check_dropout(dropout) -> float:
-    if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real):
-        raise TypeError(f"dropout must be a float in [0, 1), got {dropout!r}")
-    if not 0 <= dropout < 1:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-    return float(dropout)
-
-
 def check_heads(num_hiddens, num_heads) -> None:
     """Widths and heads of multi-head attention, in the book's names."""
-    check_counts("num_hiddens", num_hiddens)
-    check_counts("num_heads", num_heads)
+    positive_int("num_hiddens", num_hiddens)
+    positive_int("num_heads", num_heads)
     if num_hiddens % num_heads:
         raise ValueError(
             f"num_hiddens must be divisible by num_heads, got num_hiddens={num_hiddens} "
             f"and num_heads={num_heads}"
-        )
-
-
-def _check_qkv(queries, keys, values) -> None:
-    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
-        if not isinstance(t, Tensor) or not t.is_floating_point() or t.dim() != 3:
-            got = tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__
-            raise ValueError(f"{name} must be a float tensor (B, T, D), got {got}")
-    if not queries.shape[0] == keys.shape[0] == values.shape[0]:
-        raise ValueError(
-            f"queries, keys and values must share the batch size, got {queries.shape[0]}, "
-            f"{keys.shape[0]} and {values.shape[0]}"
-        )
-    if keys.shape[1] != values.shape[1]:
-        raise ValueError(
-            f"keys and values must have the same length K, got {keys.shape[1]} and {values.shape[1]}"
         )
 
 
@@ -84,7 +58,7 @@ class DotProductAttention(_DotProductAttention):
     """
 
     def __init__(self, dropout):
-        super().__init__(check_dropout(dropout))
+        super().__init__(probability("dropout", dropout))
 
 
 class AdditiveAttention(nn.Module):
@@ -96,14 +70,14 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, num_hiddens, dropout, **kwargs):
         super().__init__()
-        check_counts("num_hiddens", num_hiddens)
+        positive_int("num_hiddens", num_hiddens)
         self.W_k = nn.LazyLinear(num_hiddens, bias=False)
         self.W_q = nn.LazyLinear(num_hiddens, bias=False)
         self.w_v = nn.LazyLinear(1, bias=False)
-        self.dropout = nn.Dropout(check_dropout(dropout))
+        self.dropout = nn.Dropout(probability("dropout", dropout))
 
     def forward(self, queries, keys, values, valid_lens):
-        _check_qkv(queries, keys, values)
+        check_qkv(queries, keys, values, same_width=False)
         queries, keys = self.W_q(queries), self.W_k(keys)  # (B, Q, h), (B, K, h)
         features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))  # (B, Q, K, h)
         scores = self.w_v(features).squeeze(-1)  # (B, Q, K)
@@ -124,7 +98,7 @@ class MultiHeadAttention(LazyMultiHeadAttention, Module):
 
     def __init__(self, num_hiddens, num_heads, dropout, bias=False, **kwargs):
         check_heads(num_hiddens, num_heads)
-        super().__init__(num_hiddens, num_heads, check_dropout(dropout), bias)
+        super().__init__(num_hiddens, num_heads, probability("dropout", dropout), bias)
         self.attention = DotProductAttention(dropout)  # holds the weights in the book's layout
         for name in [n for n in self._modules if n != "attention"]:  # attention first, as
             self._modules[name] = self._modules.pop(name)  # the book's module lists it
@@ -134,7 +108,7 @@ class MultiHeadAttention(LazyMultiHeadAttention, Module):
 
     def forward(self, queries, keys=None, values=None, valid_lens=None, **kwargs):
         if keys is not None and values is not None:
-            _check_qkv(queries, keys, values)
+            check_qkv(queries, keys, values, same_width=False)
         out = super().forward(queries, keys, values, valid_lens, **kwargs)
         w = self.attention_weights  # (B, H, Q, K) or None
         self.attention.attention_weights = None if w is None else w.reshape(-1, *w.shape[-2:])
@@ -155,8 +129,9 @@ class Seq2SeqAttentionDecoder(AttentionDecoder):
 
     def __init__(self, vocab_size, embed_size, num_hiddens, num_layers, dropout=0):
         super().__init__()
-        check_counts("vocab_size", vocab_size)
-        check_counts("embed_size", embed_size)
+        positive_int("vocab_size", vocab_size)
+        positive_int("embed_size", embed_size)
+        positive_int("num_layers", num_layers)
         self.attention = AdditiveAttention(num_hiddens, dropout)
         self.embedding = nn.Embedding(vocab_size, embed_size)
         self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout=dropout)

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import collections
 import inspect
-import numbers
 
 import torch
 from torch import nn
 
+from attnkit._validate import non_negative_int, non_negative_number, positive_int, positive_number
 from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task
 
 __all__ = [
@@ -82,8 +82,7 @@ class ProgressBoard(HyperParameters):
         self._lines = collections.OrderedDict()
 
     def draw(self, x, y, label, every_n=1):
-        if isinstance(every_n, bool) or not isinstance(every_n, numbers.Integral) or every_n < 1:
-            raise ValueError(f"every_n must be a positive int, got {every_n!r}")
+        every_n = positive_int("every_n", every_n)
         if isinstance(y, torch.Tensor):
             y = y.detach()
         points = self.raw_points.setdefault(label, [])
@@ -144,10 +143,8 @@ class Module(nn.Module, HyperParameters):
 
     def __init__(self, plot_train_per_epoch=2, plot_valid_per_epoch=1):
         super().__init__()
-        for name, v in (("plot_train_per_epoch", plot_train_per_epoch),
-                        ("plot_valid_per_epoch", plot_valid_per_epoch)):  # fmt: skip
-            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not v > 0:
-                raise ValueError(f"{name} must be a positive number, got {v!r}")
+        positive_number("plot_train_per_epoch", plot_train_per_epoch)
+        positive_number("plot_valid_per_epoch", plot_valid_per_epoch)
         self.save_hyperparameters()
         self.board = ProgressBoard()
 
@@ -259,20 +256,9 @@ class Trainer(HyperParameters):
     """
 
     def __init__(self, max_epochs, num_gpus=0, gradient_clip_val=0):
-        if isinstance(max_epochs, bool) or not isinstance(max_epochs, numbers.Integral):
-            raise TypeError(f"max_epochs must be a non-negative int, got {max_epochs!r}")
-        if max_epochs < 0:
-            raise ValueError(f"max_epochs must be a non-negative int, got {max_epochs}")
-        if isinstance(num_gpus, bool) or not isinstance(num_gpus, numbers.Integral):
-            raise TypeError(f"num_gpus must be a non-negative int, got {num_gpus!r}")
-        if num_gpus < 0:
-            raise ValueError(f"num_gpus must be a non-negative int, got {num_gpus}")
-        if (
-            isinstance(gradient_clip_val, bool)
-            or not isinstance(gradient_clip_val, numbers.Real)
-            or gradient_clip_val < 0
-        ):
-            raise ValueError(f"gradient_clip_val must be a number >= 0, got {gradient_clip_val!r}")
+        non_negative_int("max_epochs", max_epochs)
+        non_negative_int("num_gpus", num_gpus)
+        non_negative_number("gradient_clip_val", gradient_clip_val)
         self.save_hyperparameters()
         self.gpus = [gpu(i) for i in range(min(num_gpus, num_gpus_available()))]
 
@@ -397,9 +383,7 @@ def cpu():
 
 
 def gpu(i=0):
-    if isinstance(i, bool) or not isinstance(i, numbers.Integral) or i < 0:
-        raise ValueError(f"gpu(i): i must be a non-negative int, got {i!r}")
-    return torch.device(f"cuda:{i}")
+    return torch.device(f"cuda:{non_negative_int('gpu(i): i', i)}")
 
 
 def num_gpus():

@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnkit._validate import non_negative_int, non_negative_number, positive_int, probability
 from attnkit.d2l.v1.base import Classifier, Module
-from attnkit.d2l.v1.text import check_counts
 
 __all__ = [
     "GRU", "LSTM", "RNN", "RNNLM", "BiGRU", "BiRNNScratch", "GRUScratch", "LSTMScratch",
@@ -53,10 +53,9 @@ def _weights(num_inputs, num_hiddens, sigma):
 class _Scratch(Module):
     def __init__(self, num_inputs, num_hiddens, sigma=0.01):
         super().__init__()
-        check_counts("num_inputs", num_inputs)
-        check_counts("num_hiddens", num_hiddens)
-        if isinstance(sigma, bool) or not isinstance(sigma, int | float) or sigma < 0:
-            raise ValueError(f"sigma must be a number >= 0, got {sigma!r}")
+        positive_int("num_inputs", num_inputs)
+        positive_int("num_hiddens", num_hiddens)
+        non_negative_number("sigma", sigma)
         self.num_inputs, self.num_hiddens, self.sigma = num_inputs, num_hiddens, sigma
         self.hparams = {"num_inputs": num_inputs, "num_hiddens": num_hiddens, "sigma": sigma}
 
@@ -140,7 +139,7 @@ class StackedRNNScratch(Module):
 
     def __init__(self, num_inputs, num_hiddens, num_layers, sigma=0.01):
         super().__init__()
-        check_counts("num_layers", num_layers)
+        positive_int("num_layers", num_layers)
         self.save_hyperparameters()
         self.rnns = nn.Sequential(*[
             RNNScratch(num_inputs if i == 0 else num_hiddens, num_hiddens, sigma)
@@ -184,7 +183,7 @@ class RNNLMScratch(Classifier):
         super().__init__()
         if not isinstance(rnn, nn.Module):
             raise TypeError(f"rnn must be an nn.Module, got {type(rnn).__name__}")
-        check_counts("vocab_size", vocab_size)
+        positive_int("vocab_size", vocab_size)
         self.save_hyperparameters()
         self.init_params()
 
@@ -220,9 +219,13 @@ class RNNLMScratch(Classifier):
 
     def predict(self, prefix, num_preds, vocab, device=None):
         """``prefix`` (str, >= 1 char), then ``num_preds`` greedy characters."""
-        if not isinstance(prefix, str) or not prefix:
+        if not isinstance(prefix, str):
+            raise TypeError(
+                f"prefix must be a non-empty str, got {prefix!r} ({type(prefix).__name__})"
+            )
+        if not prefix:
             raise ValueError(f"prefix must be a non-empty str, got {prefix!r}")
-        check_counts("num_preds", num_preds, minimum=0)
+        non_negative_int("num_preds", num_preds)
         state, outputs = None, [vocab[prefix[0]]]
         for i in range(len(prefix) + num_preds - 1):
             X = torch.tensor([[outputs[-1]]], device=device)
@@ -240,8 +243,8 @@ class RNN(Module):
 
     def __init__(self, num_inputs, num_hiddens):
         super().__init__()
-        check_counts("num_inputs", num_inputs)
-        check_counts("num_hiddens", num_hiddens)
+        positive_int("num_inputs", num_inputs)
+        positive_int("num_hiddens", num_hiddens)
         self.save_hyperparameters()
         self.rnn = nn.RNN(num_inputs, num_hiddens)
 
@@ -264,11 +267,10 @@ class GRU(RNN):
 
     def __init__(self, num_inputs, num_hiddens, num_layers, dropout=0):
         Module.__init__(self)
-        check_counts("num_inputs", num_inputs)
-        check_counts("num_hiddens", num_hiddens)
-        check_counts("num_layers", num_layers)
-        if not 0 <= dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        positive_int("num_inputs", num_inputs)
+        positive_int("num_hiddens", num_hiddens)
+        positive_int("num_layers", num_layers)
+        probability("dropout", dropout)
         self.save_hyperparameters()
         self.rnn = nn.GRU(num_inputs, num_hiddens, num_layers, dropout=dropout)
 
@@ -278,8 +280,8 @@ class LSTM(RNN):
 
     def __init__(self, num_inputs, num_hiddens):
         Module.__init__(self)
-        check_counts("num_inputs", num_inputs)
-        check_counts("num_hiddens", num_hiddens)
+        positive_int("num_inputs", num_inputs)
+        positive_int("num_hiddens", num_hiddens)
         self.save_hyperparameters()
         self.rnn = nn.LSTM(num_inputs, num_hiddens)
 
@@ -292,8 +294,8 @@ class BiGRU(RNN):
 
     def __init__(self, num_inputs, num_hiddens):
         Module.__init__(self)
-        check_counts("num_inputs", num_inputs)
-        check_counts("num_hiddens", num_hiddens)
+        positive_int("num_inputs", num_inputs)
+        positive_int("num_hiddens", num_hiddens)
         self.save_hyperparameters()
         self.rnn = nn.GRU(num_inputs, num_hiddens, bidirectional=True)
         self.num_hiddens *= 2

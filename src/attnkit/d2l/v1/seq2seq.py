@@ -13,22 +13,23 @@ tgt_out (B, num_steps))``, ``tgt_in`` starting with ``<bos>``.
 
 from __future__ import annotations
 
-import numbers
 import os
 from pathlib import Path
 
 import torch
 from torch import nn
 
+from attnkit._validate import non_negative_int, positive_int
 from attnkit.d2l.utils import show_list_len_pair_hist as _show_list_len_pair_hist
 from attnkit.d2l.v1.base import Classifier, DataModule
 from attnkit.d2l.v1.rnn import GRU
-from attnkit.d2l.v1.text import Vocab, check_counts
+from attnkit.d2l.v1.text import Vocab
 from attnkit.data import hub as _hub
 from attnkit.data import translation as _nmt
 from attnkit.inference.decoding import greedy_decode
 from attnkit.metrics import bleu as _bleu
 from attnkit.models.seq2seq import Decoder, Encoder
+from attnkit.training.optim import learning_rate
 
 __all__ = [
     "Decoder", "Encoder", "EncoderDecoder", "MTFraEng", "Seq2Seq", "Seq2SeqDecoder",
@@ -69,10 +70,10 @@ class MTFraEng(DataModule):
 
     def __init__(self, batch_size, num_steps=9, num_train=512, num_val=128, *, root="../data"):
         super().__init__(root=root)
-        check_counts("batch_size", batch_size)
-        check_counts("num_steps", num_steps)
-        check_counts("num_train", num_train)
-        check_counts("num_val", num_val, minimum=0)
+        positive_int("batch_size", batch_size)
+        positive_int("num_steps", num_steps)
+        positive_int("num_train", num_train)
+        non_negative_int("num_val", num_val)
         self.batch_size, self.num_steps = batch_size, num_steps
         self.num_train, self.num_val = num_train, num_val
         self.arrays, self.src_vocab, self.tgt_vocab = self._build_arrays(self._download())
@@ -156,12 +157,14 @@ _NO_TOKEN = torch.iinfo(torch.int64).max
 
 
 def _check_ids(name, X):
-    if not isinstance(X, torch.Tensor) or X.dim() != 2 or X.is_floating_point():
-        raise ValueError(
-            f"{name} must be an integer tensor (batch_size, num_steps), got "
-            f"{tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__}"
-            f"{' ' + str(X.dtype) if isinstance(X, torch.Tensor) else ''}"
-        )
+    """Token ids: TypeError for anything but an integer tensor, ValueError unless 2-D."""
+    expected = f"{name} must be an integer tensor (batch_size, num_steps)"
+    if not isinstance(X, torch.Tensor):
+        raise TypeError(f"{expected}, got {type(X).__name__}")
+    if X.is_floating_point() or X.is_complex() or X.dtype == torch.bool:
+        raise TypeError(f"{expected}, got {X.dtype}")
+    if X.dim() != 2:
+        raise ValueError(f"{expected}, got shape {tuple(X.shape)}")
 
 
 class EncoderDecoder(Classifier):
@@ -218,10 +221,7 @@ class EncoderDecoder(Classifier):
         ``num_steps`` tokens (``<eos>`` does not stop it); the core's ``greedy_decode``
         runs them, in eval mode and without gradients (the mode is restored after).
         """
-        if isinstance(num_steps, bool) or not isinstance(num_steps, numbers.Integral):
-            raise TypeError(f"num_steps must be a positive int, got {num_steps!r}")
-        if num_steps < 1:
-            raise ValueError(f"num_steps must be a positive int, got {num_steps}")
+        num_steps = positive_int("num_steps", num_steps)
         if len(batch) != 4:
             raise ValueError(
                 f"batch must be (src, tgt, src_valid_len, label), got {len(batch)} items"
@@ -268,8 +268,8 @@ class Seq2SeqEncoder(Encoder):
 
     def __init__(self, vocab_size, embed_size, num_hiddens, num_layers, dropout=0):
         super().__init__()
-        check_counts("vocab_size", vocab_size)
-        check_counts("embed_size", embed_size)
+        positive_int("vocab_size", vocab_size)
+        positive_int("embed_size", embed_size)
         self.embedding = nn.Embedding(vocab_size, embed_size)
         self.rnn = GRU(embed_size, num_hiddens, num_layers, dropout)
         self.apply(init_seq2seq)
@@ -286,8 +286,8 @@ class Seq2SeqDecoder(Decoder):
 
     def __init__(self, vocab_size, embed_size, num_hiddens, num_layers, dropout=0):
         super().__init__()
-        check_counts("vocab_size", vocab_size)
-        check_counts("embed_size", embed_size)
+        positive_int("vocab_size", vocab_size)
+        positive_int("embed_size", embed_size)
         self.embedding = nn.Embedding(vocab_size, embed_size)
         self.rnn = GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout)
         self.dense = nn.LazyLinear(vocab_size)
@@ -313,10 +313,8 @@ class Seq2Seq(EncoderDecoder):
 
     def __init__(self, encoder, decoder, tgt_pad, lr):
         super().__init__(encoder, decoder)
-        if isinstance(tgt_pad, bool) or not isinstance(tgt_pad, numbers.Integral) or tgt_pad < 0:
-            raise ValueError(f"tgt_pad must be a token id (int >= 0), got {tgt_pad!r}")
-        if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not lr > 0:
-            raise ValueError(f"lr must be a positive number, got {lr!r}")
+        non_negative_int("tgt_pad", tgt_pad)  # a token id
+        learning_rate("lr", lr)
         self.save_hyperparameters()
 
     def validation_step(self, batch):
@@ -334,6 +332,5 @@ def bleu(pred_seq, label_seq, k):
             f"pred_seq and label_seq must be str, got {type(pred_seq).__name__} "
             f"and {type(label_seq).__name__}"
         )
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive int, got {k!r}")
+    k = positive_int("k", k)
     return _bleu(pred_seq, label_seq, min(k, len(pred_seq.split(" "))))

@@ -11,17 +11,18 @@ directory); see :func:`data_file`.
 from __future__ import annotations
 
 import collections
-import numbers
 import os
 import re
 from pathlib import Path
 
 import torch
 
+from attnkit._validate import index as _index
+from attnkit._validate import non_negative_int, positive_int, real
 from attnkit.d2l.v1.base import DataModule
 from attnkit.data import hub as _hub
 
-__all__ = ["TimeMachine", "Vocab", "check_counts", "timemachine_path"]
+__all__ = ["TimeMachine", "Vocab", "timemachine_path"]
 
 
 class Vocab:
@@ -35,8 +36,7 @@ class Vocab:
     def __init__(self, tokens=(), min_freq=0, reserved_tokens=()):
         if isinstance(tokens, str):
             raise TypeError("tokens must be a list of tokens (or of lists), got a str")
-        if isinstance(min_freq, bool) or not isinstance(min_freq, numbers.Real):
-            raise TypeError(f"min_freq must be a number, got {min_freq!r}")
+        real("min_freq", min_freq)
         if isinstance(reserved_tokens, str):
             raise TypeError(f"reserved_tokens must be a list of str, got {reserved_tokens!r}")
         tokens = list(tokens)
@@ -74,27 +74,12 @@ class Vocab:
     def _token(self, index):
         if isinstance(index, torch.Tensor):
             index = int(index)
-        if isinstance(index, bool) or not isinstance(index, numbers.Integral):
-            raise TypeError(f"token index must be an int, got {index!r}")
-        if not 0 <= index < len(self.idx_to_token):
-            raise ValueError(f"token index must be in [0, {len(self)}), got {index}")
-        return self.idx_to_token[int(index)]
+        return self.idx_to_token[_index("token index", index, len(self.idx_to_token))]
 
     @property
     def unk(self):
         """The index of ``<unk>``."""
         return self.token_to_idx["<unk>"]
-
-
-def check_counts(name: str, value, minimum: int = 1) -> int:
-    """``value`` as an int >= ``minimum``, else a TypeError/ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"{name} must be an int >= {minimum}, got {value!r} ({type(value).__name__})"
-        )
-    if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
-    return int(value)
 
 
 def timemachine_path(root) -> Path:
@@ -124,10 +109,10 @@ class TimeMachine(DataModule):
 
     def __init__(self, batch_size, num_steps, num_train=10000, num_val=5000, *, root="../data"):
         super().__init__(root=root)
-        check_counts("batch_size", batch_size)
-        check_counts("num_steps", num_steps)
-        check_counts("num_train", num_train)
-        check_counts("num_val", num_val, minimum=0)
+        positive_int("batch_size", batch_size)
+        positive_int("num_steps", num_steps)
+        positive_int("num_train", num_train)
+        non_negative_int("num_val", num_val)
         self.batch_size, self.num_steps = batch_size, num_steps
         self.num_train, self.num_val = num_train, num_val
         corpus, self.vocab = self.build(self._download())

@@ -22,11 +22,12 @@ keeps block i's raw inputs.
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
+from attnkit._validate import non_negative_int, positive_int, probability
 from attnkit.attention.positional import PositionalEncoding as _PositionalEncoding
-from attnkit.d2l.v1.attention import MultiHeadAttention, check_dropout, check_heads
-from attnkit.d2l.v1.text import check_counts
+from attnkit.d2l.v1.attention import MultiHeadAttention, check_heads
 from attnkit.models import transformer as _tf
 
 __all__ = [
@@ -39,7 +40,7 @@ class PositionalEncoding(_PositionalEncoding):
     """``PositionalEncoding(num_hiddens, dropout, max_len=1000)``: X (B, T, D) + P[:T]."""
 
     def __init__(self, num_hiddens, dropout, max_len=1000):
-        super().__init__(num_hiddens, check_dropout(dropout), max_len)
+        super().__init__(num_hiddens, probability("dropout", dropout), max_len)
 
 
 class PositionWiseFFN(_tf.PositionWiseFFN):
@@ -47,8 +48,8 @@ class PositionWiseFFN(_tf.PositionWiseFFN):
 
     def __init__(self, ffn_num_hiddens, ffn_num_outputs):
         super().__init__(
-            None, check_counts("ffn_num_hiddens", ffn_num_hiddens),
-            check_counts("ffn_num_outputs", ffn_num_outputs),
+            None, positive_int("ffn_num_hiddens", ffn_num_hiddens),
+            positive_int("ffn_num_outputs", ffn_num_outputs),
         )  # fmt: skip
 
 
@@ -56,7 +57,7 @@ class AddNorm(_tf.AddNorm):
     """``AddNorm(norm_shape, dropout)``: ``ln(dropout(Y) + X)``."""
 
     def __init__(self, norm_shape, dropout):
-        super().__init__(norm_shape, check_dropout(dropout))
+        super().__init__(norm_shape, probability("dropout", dropout))
 
     def forward(self, X, Y):
         if X.shape != Y.shape:
@@ -72,9 +73,9 @@ def _config(num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout, use_bias
     check_heads(num_hiddens, num_heads)
     return _tf.TransformerConfig(
         d_model=int(num_hiddens), num_heads=int(num_heads),
-        num_layers=check_counts("num_blks", num_blks),
-        d_ff=check_counts("ffn_num_hiddens", ffn_num_hiddens), dropout=check_dropout(dropout),
-        bias=bool(use_bias),
+        num_layers=positive_int("num_blks", num_blks),
+        d_ff=positive_int("ffn_num_hiddens", ffn_num_hiddens),
+        dropout=probability("dropout", dropout), bias=bool(use_bias),
     )  # fmt: skip
 
 
@@ -96,9 +97,14 @@ class TransformerEncoderBlock(_BookSublayers, _tf.EncoderBlock):
 
 
 def _check_tokens(X):
-    if not isinstance(X, Tensor) or X.dim() != 2 or X.is_floating_point():
-        got = tuple(X.shape) if isinstance(X, Tensor) else type(X).__name__
-        raise ValueError(f"X must be integer token ids (batch_size, num_steps), got {got}")
+    """Token ids: TypeError for anything but an integer tensor, ValueError unless 2-D."""
+    expected = "X must be integer token ids (batch_size, num_steps)"
+    if not isinstance(X, Tensor):
+        raise TypeError(f"{expected}, got {type(X).__name__}")
+    if X.is_floating_point() or X.is_complex() or X.dtype == torch.bool:
+        raise TypeError(f"{expected}, got {X.dtype}")
+    if X.dim() != 2:
+        raise ValueError(f"{expected}, got shape {tuple(X.shape)}")
 
 
 class TransformerEncoder(_tf.TransformerEncoder):
@@ -110,7 +116,7 @@ class TransformerEncoder(_tf.TransformerEncoder):
 
     def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout,
                  use_bias=False):  # fmt: skip
-        check_counts("vocab_size", vocab_size)
+        positive_int("vocab_size", vocab_size)
         config = _config(num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout, use_bias)
         super().__init__(
             vocab_size, config,
@@ -134,7 +140,7 @@ class TransformerDecoderBlock(_BookSublayers, _tf.DecoderBlock):
     ``state[2][i]``, cross-attention, FFN; ``forward(X (B, T, D), state) -> (Y, state)``."""
 
     def __init__(self, num_hiddens, ffn_num_hiddens, num_heads, dropout, i):
-        i = check_counts("i", i, minimum=0)
+        i = non_negative_int("i", i)
         super().__init__(_config(num_hiddens, ffn_num_hiddens, num_heads, 1, dropout))
         self.i = i
 
@@ -153,7 +159,7 @@ class TransformerDecoder(_tf.TransformerDecoder):
     cross-attention per block] (eval mode), each (B*H, T, K)."""
 
     def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout):
-        check_counts("vocab_size", vocab_size)
+        positive_int("vocab_size", vocab_size)
         config = _config(num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout)
         super().__init__(
             vocab_size, config,

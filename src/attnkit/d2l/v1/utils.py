@@ -27,9 +27,16 @@ def download(url, folder="../data", sha1_hash=None):
     (``folder/fra-eng/`` for ``fra-eng.zip``) is not downloaded: its path is returned and
     :func:`extract` leaves the folder as it is.
     """
-    if not isinstance(url, str) or "/" not in url:
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a URL string, got {url!r} ({type(url).__name__})")
+    if "/" not in url:
         raise ValueError(f"url must be a URL string, got {url!r}")
-    if sha1_hash is not None and (not isinstance(sha1_hash, str) or len(sha1_hash) != 40):
+    if sha1_hash is not None and not isinstance(sha1_hash, str):
+        raise TypeError(
+            f"sha1_hash must be 40 hex digits or None, got {sha1_hash!r} "
+            f"({type(sha1_hash).__name__})"
+        )
+    if sha1_hash is not None and len(sha1_hash) != 40:
         raise ValueError(f"sha1_hash must be 40 hex digits or None, got {sha1_hash!r}")
     os.makedirs(folder, exist_ok=True)
     fname = Path(folder) / url.split("/")[-1]

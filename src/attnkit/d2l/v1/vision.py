@@ -23,9 +23,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from attnkit._validate import positive_int
 from attnkit.d2l.v1.base import DataModule, Module
 from attnkit.data.hub import DatasetUnavailableError, fetch
 from attnkit.data.idx import read_idx
+from attnkit.training.optim import learning_rate
 
 __all__ = ["FashionMNIST", "LinearRegression"]
 
@@ -40,8 +42,7 @@ class LinearRegression(Module):
 
     def __init__(self, lr):
         super().__init__()
-        if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not lr > 0:
-            raise ValueError(f"lr must be a positive number, got {lr!r}")
+        learning_rate("lr", lr)
         self.save_hyperparameters()
         self.net = nn.LazyLinear(1)
         self.net.weight.data.normal_(0, 0.01)
@@ -70,6 +71,21 @@ _LABELS = ("t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt",
            "bag", "ankle boot")  # fmt: skip
 
 
+def _size(name: str, size) -> tuple[int, int]:
+    """``(height, width)`` of positive ints (a tuple or list of two; one int ``n`` is
+    ``(n, n)``, what the book's ``transforms.Resize(n)`` makes of a square image);
+    TypeError for another type, ValueError for another length or a size < 1."""
+    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
+        size = (size, size)
+    if not isinstance(size, tuple | list):
+        raise TypeError(
+            f"{name} must be (height, width) of positive ints, got {size!r} ({type(size).__name__})"
+        )
+    if len(size) != 2:
+        raise ValueError(f"{name} must be (height, width) of positive ints, got {size!r}")
+    return (positive_int(f"{name}[0]", size[0]), positive_int(f"{name}[1]", size[1]))
+
+
 def _find_or_fetch(raw_dir: Path, stem: str) -> Path:
     """``raw_dir/stem`` or ``raw_dir/stem.gz``, downloading the ``.gz`` if neither is there."""
     for candidate in (raw_dir / stem, raw_dir / f"{stem}.gz"):
@@ -90,17 +106,8 @@ class FashionMNIST(DataModule):
 
     def __init__(self, batch_size=64, resize=(28, 28)):
         super().__init__()
-        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
-            raise TypeError(f"batch_size must be an int, got {batch_size!r}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        resize = tuple(resize) if isinstance(resize, tuple | list) else resize
-        if not (
-            isinstance(resize, tuple)
-            and len(resize) == 2
-            and all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in resize)
-        ):
-            raise ValueError(f"resize must be (height, width) of positive ints, got {resize!r}")
+        positive_int("batch_size", batch_size)
+        resize = _size("resize", resize)
         self.save_hyperparameters()
         raw_dir = Path(self.root) / "FashionMNIST" / "raw"
         paths = {
