@@ -16,6 +16,15 @@ them, already projected and split into heads, so each step projects only what is
 A ``MultiHeadAttention`` forward given a cache updates it in place. ``copy`` (the same
 tensors, a new holder) and ``index_select`` (rows kept or reordered, as beam search does)
 give new caches and leave the old one as it was.
+
+H is the number of key/value heads: with grouped-query attention (``num_kv_heads``) a
+cache holds fewer heads than there are queries, and ``nbytes`` shrinks with it.
+
+``KVCache(capacity=N)`` allocates (B, H, N, Dh) once, at the first update, and writes
+each new position in place (growing by doubling if N is passed): no copy of the positions
+held at every step, as ``torch.cat`` makes. ``keys`` and ``values`` are then views of the
+positions held. A ``copy`` of such a cache appends by concatenation (it never writes into
+the buffer the original goes on filling).
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from attnkit._validate import boolean
+from attnkit._validate import boolean, optional, positive_int
 
 __all__ = ["KVCache"]
 
@@ -31,10 +40,15 @@ __all__ = ["KVCache"]
 class KVCache:
     """Projected keys and values of the positions attended so far, each (B, H, T, Dh)."""
 
-    __slots__ = ("keys", "static", "values")
+    __slots__ = ("_buffers", "capacity", "keys", "static", "values")
 
     def __init__(
-        self, keys: Tensor | None = None, values: Tensor | None = None, *, static: bool = False
+        self,
+        keys: Tensor | None = None,
+        values: Tensor | None = None,
+        *,
+        static: bool = False,
+        capacity: int | None = None,
     ) -> None:
         if (keys is None) != (values is None):
             raise ValueError("KVCache needs both keys and values, or neither")
@@ -47,6 +61,10 @@ class KVCache:
                     f"{tuple(keys.shape)} and {tuple(values.shape)}"
                 )
         self.keys, self.values, self.static = keys, values, boolean("static", static)
+        self.capacity = optional(positive_int, "capacity", capacity)
+        if self.capacity is not None and self.static:
+            raise ValueError("capacity is for appending caches: a static cache holds one memory")
+        self._buffers: tuple[Tensor, Tensor] | None = None  # (B, H, N, Dh) each, with capacity
 
     def __len__(self) -> int:
         """Positions held (T)."""
@@ -72,10 +90,42 @@ class KVCache:
                     f"the cache holds (B, H, *, Dh) = {tuple(self.keys.shape)}, and the new "
                     f"keys {tuple(keys.shape)} do not match it"
                 )
+            if self.capacity is not None:
+                return self._write(keys, values)
             keys = torch.cat([self.keys, keys], dim=2)  # (B, H, T_held + T_new, Dh)
             values = torch.cat([self.values, values], dim=2)
+        elif self.capacity is not None:
+            return self._write(keys, values)
         self.keys, self.values = keys, values
         return keys, values
+
+    def _write(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
+        """Write the new positions into the preallocated buffers (grown by doubling)."""
+        held, new = len(self), keys.shape[2]
+        end = held + new
+        if self._buffers is None or end > self._buffers[0].shape[2]:
+            size = max(self.capacity, end)
+            if self._buffers is not None:
+                size = max(size, 2 * self._buffers[0].shape[2])
+            bufs = []
+            for x in (keys, values):
+                buf = x.new_empty(*x.shape[:2], size, x.shape[3])  # (B, H, N, Dh)
+                if held:
+                    buf[:, :, :held] = self.keys if x is keys else self.values
+                bufs.append(buf)
+            self._buffers = (bufs[0], bufs[1])
+        kbuf, vbuf = self._buffers
+        kbuf[:, :, held:end] = keys
+        vbuf[:, :, held:end] = values
+        self.keys, self.values = kbuf[:, :, :end], vbuf[:, :, :end]  # views: (B, H, T, Dh)
+        return self.keys, self.values
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the keys and values held (the positions held, not a buffer's spare room)."""
+        if self.keys is None:
+            return 0
+        return sum(x.numel() * x.element_size() for x in (self.keys, self.values))
 
     def copy(self) -> KVCache:
         """A new cache holding the same tensors (an update of one leaves the other as is)."""
@@ -91,7 +141,8 @@ class KVCache:
 
     def __repr__(self) -> str:
         shape = None if self.keys is None else tuple(self.keys.shape)
-        return f"KVCache(static={self.static}, keys={shape})"
+        room = "" if self.capacity is None else f", capacity={self.capacity}"
+        return f"KVCache(static={self.static}, keys={shape}{room})"
 
 
 def _check_heads(name: str, X) -> None:

@@ -1,6 +1,19 @@
-"""Sinusoidal positional encoding (Vaswani et al., 2017).
+"""Positions: the one choice of scheme, and the encodings added to the inputs.
 
-P[t, 2j] = sin(t / 10000^(2j/D)),  P[t, 2j+1] = cos(t / 10000^(2j/D)).
+Shape legend: B batch, T positions, D width.
+
+``POSITIONS`` names every scheme a model can take (``--positions``):
+
+- ``sinusoidal`` (Vaswani et al., 2017), added to the inputs:
+  P[t, 2j] = sin(t / 10000^(2j/D)),  P[t, 2j+1] = cos(t / 10000^(2j/D));
+- ``learned``: a trained (context, D) table added to the inputs (GPT);
+- ``rope``: queries and keys rotated inside attention (``attention.rope``);
+- ``alibi``: a per-head linear distance penalty on the scores (``attention.alibi``);
+- ``none``: no positions at all; a causal model still tells order by what it may see.
+
+``input_positions(scheme, D, context)`` builds what a model adds to its embeddings (a
+module, or None for the three schemes that act inside attention or not at all);
+``MultiHeadAttention(..., positions=scheme)`` does the rest.
 """
 
 from __future__ import annotations
@@ -8,10 +21,30 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from attnkit._validate import positive_int, probability
+from attnkit._validate import non_negative_int, one_of, positive_int, probability
 from attnkit.attention.dropout import Dropout
 
-__all__ = ["PositionalEncoding", "sinusoidal_table"]
+__all__ = [
+    "EXTRAPOLATING",
+    "IN_ATTENTION",
+    "POSITIONS",
+    "LearnedPositions",
+    "PositionalEncoding",
+    "SinusoidalPositions",
+    "check_positions",
+    "input_positions",
+    "sinusoidal_table",
+]
+
+POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "none")
+IN_ATTENTION = ("rope", "alibi")  # the schemes MultiHeadAttention applies itself
+# the schemes with no table of positions: nothing stops them at the training length
+EXTRAPOLATING = ("rope", "alibi", "none")
+
+
+def check_positions(name: str, value: object) -> str:
+    """``value`` if it names a scheme of ``POSITIONS`` (ValueError listing them otherwise)."""
+    return one_of(name, value, POSITIONS)
 
 
 def sinusoidal_table(max_len: int, num_hiddens: int) -> Tensor:
@@ -43,14 +76,132 @@ class PositionalEncoding(nn.Module):
         self.dropout = Dropout(probability("dropout", dropout))
         self.register_buffer("P", sinusoidal_table(max_len, num_hiddens).unsqueeze(0), False)
 
-    def forward(self, X: Tensor, offset: int = 0) -> Tensor:  # X: (B, T, D)
-        """Add positions ``offset .. offset+T-1`` (offset > 0 for cached decoding)."""
-        if X.dim() != 3 or X.shape[-1] != self.num_hiddens:
-            raise ValueError(f"X must be (B, T, {self.num_hiddens}), got shape {tuple(X.shape)}")
-        end = offset + X.shape[1]
+    def forward(self, X: Tensor, offset: int | Tensor = 0) -> Tensor:  # X: (B, T, D)
+        """Add the table's rows of X's positions, then dropout.
+
+        Args:
+            X: the embedded tokens.
+            offset: the first position (positions ``offset .. offset+T-1``; > 0 for cached
+                decoding), or the position ids of every row (left-padded batches).
+
+        Shape:
+            X: (B, T, D); offset: int or (B, T). Returns (B, T, D).
+
+        Returns:
+            Dropout(X + P[positions]); positions at or past ``max_len`` are an error.
+        """
+        _check_width(X, self.num_hiddens)
+        end = _last_position(offset, X) + 1
         if end > self.max_len:
             raise ValueError(
                 f"sequence positions up to {end} exceed max_len={self.max_len}; "
                 "build PositionalEncoding with a larger max_len"
             )
-        return self.dropout(X + self.P[:, offset:end].to(X.dtype))
+        return self.dropout(X + _rows(self.P[0], offset, X))
+
+
+def _check_width(X: Tensor, width: int) -> None:
+    if not isinstance(X, Tensor) or X.dim() != 3 or X.shape[-1] != width:
+        raise ValueError(f"X must be (B, T, {width}), got shape {tuple(getattr(X, 'shape', ()))}")
+
+
+def _last_position(positions: int | Tensor, X: Tensor) -> int:
+    """The largest position the rows of X take (one host sync for position ids)."""
+    if isinstance(positions, Tensor):
+        if positions.is_floating_point() or positions.shape != X.shape[:2]:
+            raise ValueError(
+                f"position ids must be integers of shape (B, T) = {tuple(X.shape[:2])}, got "
+                f"{positions.dtype} {tuple(positions.shape)}"
+            )
+        return int(positions.max()) if positions.numel() else -1
+    return non_negative_int("offset", positions) + X.shape[1] - 1
+
+
+def _rows(table: Tensor, positions: int | Tensor, X: Tensor) -> Tensor:
+    """table (N, D) rows of X's positions: (1, T, D) for an offset, (B, T, D) for ids."""
+    if isinstance(positions, Tensor):
+        return table[positions.to(table.device)].to(X.dtype)  # (B, T, D)
+    return table[positions : positions + X.shape[1]].unsqueeze(0).to(X.dtype)  # (1, T, D)
+
+
+class SinusoidalPositions(nn.Module):
+    """Adds the sinusoidal table to (B, T, D) inputs, at any length (the table grows).
+
+    Unlike ``PositionalEncoding`` (the book's, with a fixed ``max_len`` and dropout) this
+    has no length limit: a model trained on short contexts can be evaluated on longer
+    ones (the extrapolation the ALiBi paper measures). No parameters, no state.
+    """
+
+    def __init__(self, num_hiddens: int) -> None:
+        super().__init__()
+        self.num_hiddens = positive_int("num_hiddens", num_hiddens)
+        self.register_buffer("P", torch.empty(0, self.num_hiddens), persistent=False)
+
+    def forward(self, X: Tensor, positions: int | Tensor = 0) -> Tensor:
+        """Add each position's row of the sinusoidal table.
+
+        Args:
+            X: the embedded tokens.
+            positions: the first position (int offset: positions offset .. offset+T-1) or
+                the position ids of every row.
+
+        Shape:
+            X: (B, T, D); positions: int or (B, T). Returns (B, T, D).
+
+        Returns:
+            X + P[positions].
+        """
+        _check_width(X, self.num_hiddens)
+        end = _last_position(positions, X) + 1
+        if end > self.P.shape[0] or self.P.device != X.device:
+            size = max(128, 1 << max(end - 1, 0).bit_length())
+            self.P = sinusoidal_table(size, self.num_hiddens).to(X.device)  # (N, D)
+        return X + _rows(self.P, positions, X)
+
+
+class LearnedPositions(nn.Module):
+    """Adds a trained (max_len, D) table of positions to (B, T, D) inputs (GPT's).
+
+    The table is ``weight`` (an ``nn.Embedding``'s, initialized N(0, 0.02^2) by the model);
+    positions at or past ``max_len`` have no row: a clear error.
+    """
+
+    def __init__(self, max_len: int, num_hiddens: int) -> None:
+        super().__init__()
+        self.max_len = positive_int("max_len", max_len)
+        self.num_hiddens = positive_int("num_hiddens", num_hiddens)
+        self.weight = nn.Parameter(torch.zeros(self.max_len, self.num_hiddens))
+
+    def forward(self, X: Tensor, positions: int | Tensor = 0) -> Tensor:
+        """Add each position's learned row.
+
+        Args:
+            X: the embedded tokens.
+            positions: the first position (int offset) or the position ids of every row.
+
+        Shape:
+            X: (B, T, D); positions: int or (B, T). Returns (B, T, D).
+
+        Returns:
+            X + weight[positions].
+        """
+        _check_width(X, self.num_hiddens)
+        end = _last_position(positions, X) + 1
+        if end > self.max_len:
+            raise ValueError(
+                f"positions up to {end} exceed the {self.max_len} learned positions "
+                "(the model's context_length): learned positions cannot go past it"
+            )
+        return X + _rows(self.weight, positions, X)
+
+
+def input_positions(positions: str, num_hiddens: int, context_length: int) -> nn.Module | None:
+    """What a model adds to its embeddings for the scheme ``positions``: a
+    ``SinusoidalPositions``, a ``LearnedPositions`` of ``context_length`` rows, or None
+    (rope, alibi: inside attention; none: nothing)."""
+    check_positions("positions", positions)
+    if positions == "sinusoidal":
+        return SinusoidalPositions(num_hiddens)
+    if positions == "learned":
+        return LearnedPositions(context_length, num_hiddens)
+    return None

@@ -1,16 +1,63 @@
-"""Text from a trained language model: warm up on a prefix, then predict token by token.
+"""Text from a trained language model: the book's RNN LMs and the decoder-only Transformer.
 
-Greedy (the book's ``predict_ch8``) or sampled at a temperature with a seeded generator.
+Shape legend: B prompts, P the longest prompt (tokens), V vocabulary.
+
+    generate(model, "time traveller", vocab=vocab, max_new_tokens=50)          # greedy
+    generate(model, ["the time", "it was"], vocab=vocab, max_new_tokens=50,
+             temperature=0.8, top_k=20, top_p=0.9, seed=0, stream=on_piece)  # sampled
+    generate_ids(model, [[3, 5, 9], [4]], max_new_tokens=20)                  # ids in, ids out
+
+- **Greedy** (``temperature=0``, the default; the book's ``predict_ch8``) takes the argmax.
+  **Sampling** (``temperature > 0``) draws from ``softmax(logits / temperature)`` restricted
+  to the ``top_k`` most likely tokens and then to the nucleus: the smallest set of most
+  likely tokens whose mass is >= ``top_p`` (Holtzman et al., 2019), renormalized
+  (``next_token_probs``). ``seed`` gives a ``torch.Generator`` of its own; draws are made
+  on the CPU, so a seed gives the same sample on any device (for the same logits).
+- **Batches**: prompts of different lengths are **left-padded** to one length P, so every
+  row's next token lands in the same column. A Transformer masks the padding and counts
+  each row's positions from its own first token (``DecoderLM``'s ``key_mask``); an RNN
+  keeps its begin state through the padding. A row's result is the one it gets alone, and
+  cached decoding gives the full pass's logits.
+- **The Transformer** prefills its key/value cache with the prompts in one pass, then feeds
+  one token per step. Its context is ``context_length`` positions: a longer prompt is an
+  error for ``sinusoidal``/``learned`` positions, and is cut to its last
+  ``context_length`` tokens, with a ``PromptCutWarning``, for ``rope``/``alibi``/``none``.
+  Past the context, each new token sees the last ``context_length`` tokens (a full pass
+  over that window, as nanoGPT).
+- **Streaming**: ``stream(row, piece)`` is called with each new token's text (``generate``)
+  or id (``generate_ids``) as soon as it is chosen: ``stream=lambda _, s: print(s, end="",
+  flush=True)`` prints a single prompt's continuation as it comes.
+
+The earlier form ``generate(model, vocab, prefix, num_preds, ...)`` (one prefix, returns
+its text) still works.
 """
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
+import torch
+from torch import Tensor, nn
+
+from attnkit._validate import non_negative_int, one_of, optional, positive_int, real
+from attnkit.attention.positional import EXTRAPOLATING
 from attnkit.data.text import Vocab
 
-__all__ = ["generate", "model_device"]
+__all__ = [
+    "PromptCutWarning",
+    "TextCodec",
+    "VocabCodec",
+    "generate",
+    "generate_ids",
+    "model_device",
+    "next_token_probs",
+]
+
+
+class PromptCutWarning(UserWarning):
+    """A prompt longer than the model's context was cut to its last tokens."""
 
 
 def model_device(model, device: torch.device | str | None = None) -> torch.device:
@@ -22,26 +69,397 @@ def model_device(model, device: torch.device | str | None = None) -> torch.devic
     return params[0].device if params else torch.device("cpu")
 
 
-def _prefix_tokens(prefix: str, vocab: Vocab, token: str, unknown: str) -> list[str]:
-    if not isinstance(prefix, str):
-        raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
-    toks = list(prefix) if token == "char" else prefix.split()
-    if not toks:
-        raise ValueError(f"prefix must contain at least one {token} token, got {prefix!r}")
-    missing = sorted({t for t in toks if t not in vocab})
-    if missing and unknown == "error":
-        raise ValueError(
-            f"prefix {prefix!r} has tokens outside the vocabulary: {missing}; expected tokens "
-            f"from the {len(vocab)}-token vocabulary (e.g. {vocab.idx_to_token[1:8]}). "
-            "Normalize the prefix like the corpus, or pass unknown='unk' to map them to <unk>"
-        )
-    if unknown not in ("error", "unk"):
-        raise ValueError(f"unknown must be 'error' or 'unk', got {unknown!r}")
-    return toks
+# ----------------------------------------------------------------------------- text <-> ids
+
+
+class TextCodec(Protocol):
+    """Any tokenizer: ``encode(text) -> ids``, ``decode(ids) -> text``."""
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+
+class VocabCodec:
+    """Text <-> ids through a ``Vocab`` of characters (``token="char"``) or words ("word").
+
+    ``encode`` refuses an empty text and tokens outside the vocabulary (``unknown="unk"``
+    maps them to ``<unk>`` instead); ``name`` is how errors call the text.
+    """
+
+    def __init__(self, vocab: Vocab, token: str = "char", unknown: str = "error") -> None:
+        if not isinstance(vocab, Vocab):
+            raise TypeError(f"vocab must be a Vocab, got {type(vocab).__name__}")
+        self.vocab = vocab
+        self.token = one_of("token", token, ("char", "word"))
+        self.unknown = one_of("unknown", unknown, ("error", "unk"))
+
+    def tokens(self, text: str, name: str = "prompt") -> list[str]:
+        """The text's tokens, checked."""
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+        toks = list(text) if self.token == "char" else text.split()
+        if not toks:
+            raise ValueError(f"{name} must contain at least one {self.token} token, got {text!r}")
+        missing = sorted({t for t in toks if t not in self.vocab})
+        if missing and self.unknown == "error":
+            raise ValueError(
+                f"{name} {text!r} has tokens outside the vocabulary: {missing}; expected tokens "
+                f"from the {len(self.vocab)}-token vocabulary (e.g. "
+                f"{self.vocab.idx_to_token[1:8]}). Normalize the {name} like the corpus, or "
+                "pass unknown='unk' to map them to <unk>"
+            )
+        return toks
+
+    def encode(self, text: str, name: str = "prompt") -> list[int]:
+        return self.vocab[self.tokens(text, name)]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        sep = "" if self.token == "char" else " "
+        return sep.join(self.vocab.to_tokens(list(ids)))
+
+    def piece(self, new_id: int) -> str:
+        """The text one new token adds after the prompt (a word comes with its space)."""
+        tok = self.vocab.to_tokens(int(new_id))
+        return tok if self.token == "char" else " " + tok
+
+    def continued(self, text: str, new_ids: Sequence[int]) -> str:
+        """The prompt followed by the new tokens (words: joined by single spaces)."""
+        new = self.vocab.to_tokens(list(new_ids))
+        if self.token == "char":
+            return text + "".join(new)
+        return " ".join([*text.split(), *new])
+
+
+class _TokenizerCodec:
+    """A ``TextCodec`` used as is: pieces are what each new token adds to the decoded text."""
+
+    def __init__(self, tokenizer: TextCodec) -> None:
+        for method in ("encode", "decode"):
+            if not callable(getattr(tokenizer, method, None)):
+                raise TypeError(f"tokenizer must have encode(text) and decode(ids), lacks {method}")
+        self.tokenizer = tokenizer
+
+    def encode(self, text: str, name: str = "prompt") -> list[int]:
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+        ids = [int(i) for i in self.tokenizer.encode(text)]
+        if not ids:
+            raise ValueError(f"{name} must contain at least one token, got {text!r}")
+        return ids
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids))
+
+    def continued(self, text: str, new_ids: Sequence[int], prompt_ids: Sequence[int]) -> str:
+        return self.decode([*prompt_ids, *new_ids])
+
+
+# ----------------------------------------------------------------------------- sampling
+
+
+def next_token_probs(
+    logits: Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+) -> Tensor:
+    """The distribution a sampled next token is drawn from.
+
+    Args:
+        logits: next-token scores.
+        temperature: > 0; the scores are divided by it.
+        top_k: keep the k highest scores (ties with the k-th kept too); None: all.
+        top_p: then keep the nucleus, the smallest set of most likely tokens whose mass
+            is >= top_p, in (0, 1]; None or 1: all.
+
+    Shape:
+        logits (..., V); returns (..., V).
+
+    Returns:
+        float32 probabilities, exactly 0 outside the kept tokens, summing to 1.
+    """
+    temperature = real("temperature", temperature, above=0.0)
+    top_k = optional(positive_int, "top_k", top_k)
+    top_p = _top_p(top_p)
+    scores = logits.float() / temperature  # (..., V)
+    if top_k is not None and top_k < scores.shape[-1]:
+        kth = scores.topk(top_k, dim=-1).values[..., -1:]  # (..., 1)
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    probs = torch.softmax(scores, dim=-1)  # (..., V)
+    if top_p is not None and top_p < 1.0:
+        sorted_p, order = probs.sort(dim=-1, descending=True, stable=True)
+        mass_before = sorted_p.cumsum(-1) - sorted_p  # mass of the more likely tokens
+        mass_before[..., 0] = 0.0
+        keep = torch.zeros_like(probs, dtype=torch.bool)
+        keep.scatter_(-1, order, mass_before < top_p)  # (..., V): the nucleus
+        probs = probs.masked_fill(~keep, 0.0)
+        probs = probs / probs.sum(-1, keepdim=True)
+    return probs
+
+
+def _top_p(top_p: float | None) -> float | None:
+    return optional(
+        real, "top_p", top_p, above=0.0, at_most=1.0,
+        expected="a number in (0, 1] (the nucleus: the smallest set with mass >= top_p)",
+    )  # fmt: skip
+
+
+def _picker(temperature: float, top_k, top_p, generator) -> Callable[[Tensor], Tensor]:
+    """logits (B, V) -> next ids (B,) on the CPU: the argmax, or a draw."""
+
+    def pick(logits: Tensor) -> Tensor:
+        if temperature == 0:
+            return logits.argmax(dim=-1).cpu()
+        probs = next_token_probs(logits, temperature, top_k, top_p).cpu()  # (B, V)
+        return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+    return pick
+
+
+# ----------------------------------------------------------------------------- the loops
+
+
+def _left_pad(rows: list[list[int]], device) -> tuple[Tensor, Tensor | None]:
+    """Rows of ids -> (B, P) ids left-padded with 0, and the (B, P) mask of real tokens
+    (None when every row is P long)."""
+    P = max(len(r) for r in rows)
+    ids = torch.zeros(len(rows), P, dtype=torch.long)
+    mask = torch.zeros(len(rows), P, dtype=torch.bool)
+    for b, row in enumerate(rows):
+        ids[b, P - len(row) :] = torch.tensor(row, dtype=torch.long)
+        mask[b, P - len(row) :] = True
+    return ids.to(device), None if bool(mask.all()) else mask.to(device)
+
+
+def _transformer_steps(model, rows, max_new: int, pick, device, use_cache: bool):
+    """Yield the next ids (B,) of a ``DecoderLM``, step by step."""
+    ctx = model.context_length
+    seq, mask = _left_pad(rows, device)  # (B, P), (B, P) or None
+    cache = model.new_cache(capacity=min(seq.shape[1] + max_new, ctx)) if use_cache else None
+    logits = model(seq, cache=cache, key_mask=mask)[:, -1]  # (B, V): prefill
+    for step in range(max_new):
+        nxt = pick(logits)  # (B,) on the CPU
+        yield nxt
+        if step == max_new - 1:
+            break
+        seq = torch.cat([seq, nxt.to(device)[:, None]], dim=1)  # (B, P + step + 1)
+        if mask is not None:
+            mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
+        if cache is not None and seq.shape[1] <= ctx:  # one new position over the cache
+            logits = model(seq[:, -1:], cache=cache, key_mask=mask)[:, -1]
+        else:  # no cache, or past the context: a full pass over the last ctx tokens
+            cache = None
+            window = None if mask is None else mask[:, -ctx:]
+            if window is not None and bool(window.all()):
+                window = None
+            logits = model(seq[:, -ctx:], key_mask=window)[:, -1]
+
+
+def _rnn_steps(model, rows, max_new: int, pick, device):
+    """Yield the next ids (B,) of a recurrent LM: the prompts fed one position at a time
+    (the book's warm-up), the state held at its start through the padding."""
+    B = len(rows)
+    ids, mask = _left_pad(rows, device)  # (B, P), (B, P) or None
+    state = model.begin_state(batch_size=B, device=device)
+    axes = None if mask is None else _batch_axes(model, B, device)
+    logits = None
+    for t in range(ids.shape[1]):
+        logits, new = model(ids[:, t : t + 1], state)  # (B, V)
+        state = new if mask is None else _where(mask[:, t], new, state, iter(axes))
+    for step in range(max_new):
+        nxt = pick(logits)
+        yield nxt
+        if step < max_new - 1:
+            logits, state = model(nxt.to(device)[:, None], state)  # (B, V)
+
+
+def _batch_axes(model, B: int, device) -> list[int]:
+    """The batch axis of each tensor of the model's state (where begin_state(B) and
+    begin_state(B + 1) differ)."""
+    a = _leaves(model.begin_state(batch_size=B, device=device))
+    b = _leaves(model.begin_state(batch_size=B + 1, device=device))
+    return [
+        next(i for i, (m, n) in enumerate(zip(x.shape, y.shape)) if m != n) for x, y in zip(a, b)
+    ]
+
+
+def _leaves(state) -> list[Tensor]:
+    if isinstance(state, Tensor):
+        return [state]
+    return [leaf for part in state for leaf in _leaves(part)]
+
+
+def _where(keep: Tensor, new, old, axes):
+    """The state ``new`` in the rows ``keep`` (B,), ``old`` elsewhere (same structure)."""
+    if isinstance(new, Tensor):
+        shape = [1] * new.dim()
+        axis = next(axes)
+        shape[axis] = keep.shape[0]
+        return torch.where(keep.view(shape), new, old)
+    return type(new)(_where(keep, n, o, axes) for n, o in zip(new, old, strict=True))
+
+
+# ----------------------------------------------------------------------------- the API
 
 
 @torch.no_grad()
-def generate(
+def generate_ids(
+    model,
+    prompts: Sequence[Sequence[int]] | Sequence[int] | Tensor,
+    *,
+    max_new_tokens: int,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+    generator: torch.Generator | None = None,
+    device: torch.device | str | None = None,
+    stream: Callable[[int, int], Any] | None = None,
+    use_cache: bool = True,
+) -> list[list[int]]:
+    """Continue token-id prompts with ``max_new_tokens`` tokens each.
+
+    Args:
+        model: a ``DecoderLM`` (anything with ``new_cache`` and ``context_length``) or a
+            recurrent LM (``begin_state``; ``model(X (B, 1), state) -> (logits (B, V),
+            state)``: ``RNNLM``, the book's scratch models).
+        prompts: one prompt (ids) or several (a list of id lists, or a (B, P) tensor).
+        max_new_tokens: tokens to add to each prompt (>= 0).
+        temperature: 0 for greedy; > 0 to sample from softmax(logits / temperature).
+        top_k, top_p: sampling restricted to the k most likely tokens, then to the
+            smallest set of most likely tokens with mass >= top_p (``next_token_probs``).
+        seed: seeds a generator of its own (repeatable samples); or pass ``generator``.
+        device: where the model runs (default: its parameters' device).
+        stream: called as ``stream(row, token_id)`` for every new token, as it comes.
+        use_cache: the Transformer's key/value cache (False: a full pass per token, to
+            compare; the RNN's state is its cache either way).
+
+    Returns:
+        The new ids of every prompt: B lists of ``max_new_tokens`` ids (the prompts not
+        included), in the prompts' order.
+    """
+    rows = _id_rows(prompts)
+    max_new_tokens = non_negative_int("max_new_tokens", max_new_tokens)
+    pick = _sampler(temperature, top_k, top_p, seed, generator)
+    if stream is not None and not callable(stream):
+        raise TypeError(f"stream must be callable or None, got {type(stream).__name__}")
+    rows = _fit_context(model, rows)
+    out: list[list[int]] = [[] for _ in rows]
+    if max_new_tokens == 0:
+        return out
+    device = model_device(model, device)
+    was_training = isinstance(model, nn.Module) and model.training
+    if isinstance(model, nn.Module):
+        model.eval()
+    try:
+        if hasattr(model, "new_cache"):
+            steps = _transformer_steps(model, rows, max_new_tokens, pick, device, use_cache)
+        elif hasattr(model, "begin_state"):
+            steps = _rnn_steps(model, rows, max_new_tokens, pick, device)
+        else:
+            raise TypeError(
+                f"model must be a DecoderLM (new_cache) or a recurrent LM (begin_state), "
+                f"got {type(model).__name__}"
+            )
+        for nxt in steps:
+            for b, token in enumerate(nxt.tolist()):
+                out[b].append(token)
+                if stream is not None:
+                    stream(b, token)
+    finally:
+        if was_training:
+            model.train()
+    return out
+
+
+def generate(model, prompts, *args, **kwargs):
+    """Continue text prompts with a language model; returns each prompt and its continuation.
+
+    ``generate(model, prompts, *, max_new_tokens, vocab=None, tokenizer=None,
+    token="char", unknown="error", temperature=0.0, top_k=None, top_p=None, seed=None,
+    generator=None, device=None, stream=None, use_cache=True)``
+
+    Args:
+        model: a ``DecoderLM`` or a recurrent LM (see ``generate_ids``).
+        prompts: one prompt (a str) or several (a list of str), batched together.
+        max_new_tokens: tokens to add to each prompt.
+        vocab, token, unknown: the ``Vocab`` of a character (``token="char"``) or word
+            ("word") model; prompt tokens outside it are an error (``unknown="unk"``:
+            mapped to ``<unk>``). Or ``tokenizer``: any object with ``encode(text) -> ids``
+            and ``decode(ids) -> text`` (a subword model's).
+        temperature, top_k, top_p, seed, generator, device, use_cache: as
+            ``generate_ids``.
+        stream: called as ``stream(row, text)`` with each new token's text as it comes.
+
+    Returns:
+        The prompt followed by its continuation (a str for a str prompt, else a list).
+
+    Raises:
+        TypeError, ValueError: an empty prompt, unknown tokens, temperature < 0, top_p
+        outside (0, 1], top_k < 1, a prompt longer than a Transformer's context with
+        sinusoidal or learned positions.
+
+    The earlier form ``generate(model, vocab, prefix, num_preds=50, *, temperature=0.0,
+    device=None, generator=None, token="char", unknown="error")`` returns the prefix and
+    ``num_preds`` predicted tokens (the book's ``predict_ch8``).
+    """
+    if isinstance(prompts, Vocab):  # the earlier form: generate(model, vocab, prefix, ...)
+        return _generate_prefix(model, prompts, *args, **kwargs)
+    if args:
+        raise TypeError(
+            "generate(model, prompts, *, max_new_tokens, vocab=... or tokenizer=..., ...) "
+            f"takes its options by keyword, got {len(args)} more positional argument(s)"
+        )
+    return _generate_text(model, prompts, **kwargs)
+
+
+def _generate_text(
+    model,
+    prompts: str | Sequence[str],
+    *,
+    max_new_tokens: int,
+    vocab: Vocab | None = None,
+    tokenizer: TextCodec | None = None,
+    token: str = "char",
+    unknown: str = "error",
+    stream: Callable[[int, str], Any] | None = None,
+    **options: Any,
+):
+    single = isinstance(prompts, str)
+    texts = [prompts] if single else prompts
+    if not isinstance(texts, Sequence) or not texts:
+        raise TypeError(f"prompts must be a str or a non-empty list of str, got {prompts!r}")
+    if (vocab is None) == (tokenizer is None):
+        raise TypeError("generate needs the vocab=... of the model's data, or a tokenizer=...")
+    codec = VocabCodec(vocab, token, unknown) if vocab is not None else _TokenizerCodec(tokenizer)
+    rows = [
+        codec.encode(text, "prompt" if single else f"prompts[{i}]") for i, text in enumerate(texts)
+    ]
+    if stream is not None and not callable(stream):
+        raise TypeError(f"stream must be callable or None, got {type(stream).__name__}")
+    on_id = None
+    if stream is not None:
+        done = [list(r) for r in rows]
+
+        def on_id(row: int, new_id: int) -> None:
+            if isinstance(codec, VocabCodec):
+                stream(row, codec.piece(new_id))
+                return
+            before = codec.decode(done[row])
+            done[row].append(new_id)
+            after = codec.decode(done[row])
+            stream(row, after[len(before) :] if after.startswith(before) else "")
+
+    new = generate_ids(model, rows, max_new_tokens=max_new_tokens, stream=on_id, **options)
+    if isinstance(codec, VocabCodec):
+        out = [codec.continued(t, n) for t, n in zip(texts, new, strict=True)]
+    else:
+        out = [codec.continued(t, n, r) for t, n, r in zip(texts, new, rows, strict=True)]
+    return out[0] if single else out
+
+
+def _generate_prefix(
     model,
     vocab: Vocab,
     prefix: str,
@@ -53,40 +471,68 @@ def generate(
     token: str = "char",
     unknown: str = "error",
 ) -> str:
-    """Warm up on ``prefix`` one token at a time, then predict ``num_preds`` tokens.
+    """The earlier form: warm up on ``prefix``, predict ``num_preds`` tokens, return both."""
+    num_preds = non_negative_int("num_preds", num_preds)
+    codec = VocabCodec(vocab, token, unknown)
+    ids = codec.encode(prefix, "prefix")
+    new = generate_ids(
+        model, [ids], max_new_tokens=num_preds, temperature=temperature, generator=generator,
+        device=device,
+    )[0]  # fmt: skip
+    return codec.continued(prefix, new)
 
-    ``temperature == 0`` is greedy (argmax, the book's ``predict_ch8``); ``> 0`` samples
-    from ``softmax(logits / temperature)`` with ``generator``. Tokens of the prefix
-    outside the vocabulary raise ``ValueError`` (``unknown='unk'`` maps them to <unk>).
-    Returns the prefix followed by the prediction (words joined by spaces).
-    """
-    if isinstance(num_preds, bool) or not isinstance(num_preds, int) or num_preds < 0:
-        raise ValueError(f"num_preds must be a non-negative int, got {num_preds!r}")
-    if not temperature >= 0:
-        raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
-    toks = _prefix_tokens(prefix, vocab, token, unknown)
-    device = model_device(model, device)
-    was_training = isinstance(model, nn.Module) and model.training
-    if isinstance(model, nn.Module):
-        model.eval()
-    try:
-        state = model.begin_state(batch_size=1, device=device)
-        outputs = [vocab[toks[0]]]
-        for tok in toks[1:]:  # warm-up: feed the prefix, keep the state
-            _, state = model(torch.tensor([[outputs[-1]]], device=device), state)
-            outputs.append(vocab[tok])
-        for _ in range(num_preds):
-            logits, state = model(torch.tensor([[outputs[-1]]], device=device), state)  # (1, V)
-            if temperature == 0:
-                nxt = int(logits.argmax(dim=1).reshape(()))
-            else:
-                probs = torch.softmax(logits.reshape(-1).float() / temperature, dim=0).cpu()
-                nxt = int(torch.multinomial(probs, 1, generator=generator))
-            outputs.append(nxt)
-    finally:
-        if was_training:
-            model.train()
-    words = vocab.to_tokens(outputs)
-    if token == "char":
-        return prefix + "".join(words[len(toks) :])
-    return " ".join([*toks, *words[len(toks) :]])
+
+def _id_rows(prompts) -> list[list[int]]:
+    """One prompt or several, as lists of ints; empty prompts refused."""
+    if isinstance(prompts, Tensor):
+        if prompts.is_floating_point() or prompts.dim() not in (1, 2):
+            raise TypeError(f"prompts must be integer ids (P,) or (B, P), got {prompts.dtype} "
+                            f"{tuple(prompts.shape)}")  # fmt: skip
+        prompts = prompts.tolist()
+    if not isinstance(prompts, Sequence) or isinstance(prompts, str) or not prompts:
+        raise TypeError(f"prompts must be token ids or a non-empty list of them, got {prompts!r}")
+    rows = [prompts] if not isinstance(prompts[0], Sequence) else list(prompts)
+    out = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, Sequence) or isinstance(row, str):
+            raise TypeError(f"prompts[{i}] must be a list of token ids, got {row!r}")
+        if not row:
+            raise ValueError(f"prompts[{i}] is empty: a prompt needs at least one token")
+        out.append([non_negative_int(f"prompts[{i}] token", t) for t in row])
+    return out
+
+
+def _sampler(temperature, top_k, top_p, seed, generator):
+    temperature = real("temperature", temperature, at_least=0.0, expected=">= 0 (0 = greedy)")
+    top_k = optional(positive_int, "top_k", top_k)
+    top_p = _top_p(top_p)
+    seed = optional(non_negative_int, "seed", seed)
+    if seed is not None and generator is not None:
+        raise ValueError("give seed or generator, not both")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    if seed is not None:
+        generator = torch.Generator().manual_seed(seed)
+    return _picker(temperature, top_k, top_p, generator)
+
+
+def _fit_context(model, rows: list[list[int]]) -> list[list[int]]:
+    """A Transformer's prompts within its context: longer ones cut (with a warning) for
+    the schemes without a table of positions, refused for the others."""
+    ctx = getattr(model, "context_length", None)
+    if ctx is None or all(len(r) <= ctx for r in rows):
+        return rows
+    positions = getattr(model, "positions", None)
+    longest = max(len(r) for r in rows)
+    if positions not in EXTRAPOLATING:
+        raise ValueError(
+            f"a prompt of {longest} tokens is longer than the model's context_length {ctx} "
+            f"(positions={positions!r} has no position past it): shorten the prompt"
+        )
+    warnings.warn(
+        f"a prompt of {longest} tokens is longer than the model's context_length {ctx}: "
+        f"each prompt is cut to its last {ctx} tokens (positions={positions!r})",
+        PromptCutWarning,
+        stacklevel=3,
+    )
+    return [r[-ctx:] for r in rows]
