@@ -211,3 +211,43 @@ def test_inputs_are_checked(cases):
         translate(model, {}, sentences[:1])
     with pytest.raises(ValueError, match="empty sentence"):
         translate(model, data, [sentences[0], " "])
+
+
+class _DecoderRows:
+    """The rows of every decoder call (a forward pre-hook), while in a ``with`` block."""
+
+    def __init__(self, decoder) -> None:
+        self.decoder, self.per_call = decoder, []
+
+    def __enter__(self):
+        hook = lambda module, args: self.per_call.append(args[0].shape[0])  # noqa: E731
+        self.handle = self.decoder.register_forward_pre_hook(hook)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.handle.remove()
+
+
+@pytest.mark.parametrize("arch", ["transformer", "bahdanau"])
+@pytest.mark.parametrize("beam", [None, 3])
+def test_finished_sentences_and_hypotheses_leave_the_batch(cases, arch, beam):
+    """One batch of 13 sentences computes exactly the decoder rows of the 13 sentences
+    decoded alone (one row per live hypothesis and step), far fewer than keeping every
+    row until the last sentence ends."""
+    data, sentences, models = cases
+    model = models[arch]
+    steps = 20  # room to finish: most sentences end well before the limit
+    with _DecoderRows(model.decoder) as alone:
+        for s in sentences:
+            if beam is None:
+                reference_greedy(model, data, s, steps)
+            else:
+                reference_beam(model, data, s, beam, steps, 0.6)
+    with _DecoderRows(model.decoder) as batched:
+        translate(model, data, sentences, beam=beam, max_len=steps, batch_size=64)
+    rows = batched.per_call
+    assert sum(rows) == sum(alone.per_call)  # the useful rows, and no other
+    kept = len(sentences) * (beam or 1) * len(rows)  # every row until the last one ends
+    assert sum(rows) < 0.85 * kept  # here 0.49-0.77 of it
+    assert rows[0] == len(sentences)  # step 1: one row per sentence (beam 0 only)
+    assert rows[-1] < max(rows)  # by the last step, finished sentences have left

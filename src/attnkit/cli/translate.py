@@ -4,6 +4,7 @@
     attnkit translate train --arch bahdanau --out runs/bahdanau --resume --epochs 40
     attnkit translate eval --checkpoint runs/bahdanau              # test BLEU + chrF
     attnkit translate run --checkpoint runs/bahdanau "i lost ." --heatmap align.png
+    attnkit translate export --checkpoint runs/base --to ctranslate2 runs/base-ct2
 
 ``eval`` and ``run`` live in :mod:`attnkit.cli.translate_trained`; this module parses all
 three verbs and trains.
@@ -61,7 +62,7 @@ def register(sub) -> None:
 
     presets = "; ".join(f"{n} (--arch {r.arch})" for n, r in RECIPES["translate"].items())
 
-    p = sub.add_parser("translate", help="English -> French translation: train, eval, run")
+    p = sub.add_parser("translate", help="English -> French translation: train, eval, run, average, export")
     verbs = p.add_subparsers(dest="translate_command", metavar="VERB")
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
@@ -155,6 +156,9 @@ def register(sub) -> None:
     a.add_argument("--out", required=True, metavar="DIR", help="the new checkpoint folder")
     a.add_argument("--debug", action="store_true", help="show tracebacks")
     a.set_defaults(func=run_average)
+    from attnkit.cli.translate_export import register_export
+
+    register_export(verbs)  # attnkit translate export --checkpoint DIR --to ctranslate2 OUT
 
     r = verbs.add_parser("run", help="translate sentences with a checkpoint")
     r.add_argument("--checkpoint", required=True, metavar="DIR")

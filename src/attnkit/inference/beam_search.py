@@ -12,14 +12,18 @@ beam of size 1 is exactly greedy decoding.
 
 One decoder call per step serves every sentence and every beam, and only what can still
 change costs a decoder row. A hypothesis has a row while it is *live*: unfinished, with a
-finite log-probability. A finished hypothesis stays in its sentence's k-best at its log-
-probability (its only continuation is a free ``<eos>``), without a row; a sentence leaves
-the batch (its k hypotheses written out) once none of its hypotheses is live, since
-nothing about it can change any more; the step starts with one row per sentence (beam 0,
-the others do not exist yet). The search is the search of one sentence at a time with k
-hypotheses, ranked by the same float sums: the results are those of keeping every row of
-the batch until the last sentence ends (tested against a per-sentence reference), at the
-cost of the rows that still matter (``benchmarks/decode_speed.py`` counts them).
+finite log-probability (the first step has one row per sentence: beam 0, the others do
+not exist yet). A finished hypothesis keeps its place among its sentence's k best at its
+log-probability (its only continuation is a free ``<eos>``) without a row, and a sentence
+leaves the bookkeeping, its k hypotheses written out, once none of its hypotheses is
+live: nothing about it can change any more. Each step, every live hypothesis proposes
+its own k best continuations (only those can be among its sentence's k best), one
+``topk`` per sentence picks the k survivors, and ``decoder.reorder_state`` gathers their
+rows (the key/value caches of the Transformer, the GRU state of the Bahdanau decoder).
+The results are those of one sentence searched alone, ranked by the same float sums, so
+the same as keeping every row of a batch until its last sentence ends (tested against a
+per-sentence reference), at the cost of the rows that still matter
+(``benchmarks/decode_speed.py`` counts them).
 
 :func:`check_decode_inputs` lives here, below ``attnkit.inference.decoding`` (greedy
 decoding and the one ``translate``), which imports this module.
@@ -165,14 +169,17 @@ class BeamSearch:
         for t in range(T):
             logits, state = decoder(X, state)  # (R, 1, V): live hypotheses only
             step = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (R, V)
-            n, V = log_prob.shape[0], step.shape[-1]
-            # a dead (-inf) hypothesis has no candidate, a finished one only its free
-            # <eos> continuation, a live one every token (the same sums as one row each)
-            cand = torch.full((n, k, V), float("-inf"), device=device)
-            cand[live] = log_prob[live][:, None] + step
-            cand[..., eos] = torch.where(finished, log_prob, cand[..., eos])
-            log_prob, flat = cand.view(n, k * V).topk(k, dim=-1)  # (n, k)
-            origin, token = flat // V, flat % V  # beam each came from, its new token
+            n, c = log_prob.shape[0], min(k, step.shape[-1])
+            # Candidates, c per hypothesis (only a hypothesis's own c best can be among its
+            # sentence's k best): a live one's best continuations, a finished one's free
+            # <eos> continuation alone, none (-inf) for a dead one.
+            value, word = (log_prob[live][:, None] + step).topk(c, dim=-1)  # (R, c)
+            cand = torch.full((n, k, c), float("-inf"), device=device)
+            cand_word = torch.full((n, k, c), eos, dtype=torch.long, device=device)
+            cand[live], cand_word[live] = value, word
+            cand[..., 0] = torch.where(finished, log_prob, cand[..., 0])
+            log_prob, flat = cand.view(n, k * c).topk(k, dim=-1)  # (n, k)
+            origin, token = flat // c, cand_word.view(n, k * c).gather(1, flat)
             from_row = _row_numbers(live).gather(1, origin)  # decoder row of the origin
             finished = finished.gather(1, origin)
             lengths = lengths.gather(1, origin) + (~finished).float()
@@ -186,11 +193,8 @@ class BeamSearch:
             if bool(done.any()):
                 idx = sent[done]
                 out_tokens[idx, :, : t + 1] = tokens[done]
-                out_lp[idx], out_len[idx], out_fin[idx] = (
-                    log_prob[done],
-                    lengths[done],
-                    finished[done],
-                )
+                for out, value in ((out_lp, log_prob), (out_len, lengths), (out_fin, finished)):
+                    out[idx] = value[done]
                 keep = ~done
                 if not bool(keep.any()):
                     break

@@ -6,7 +6,8 @@ Shape legend: B batch, S source length, T target length, V vocabulary size.
 (T = 1 per decoder call, the decoder state carries everything else). A row that
 emits ``<eos>`` is dropped from the batch with ``decoder.reorder_state``, so finished
 sentences cost nothing. Beam search (``attnkit.inference.beam_search``) uses the same
-interface.
+interface and likewise computes rows for unfinished hypotheses of unfinished sentences
+only.
 
 :func:`translate` is the one decoding path from text to text: greedy or beam search,
 batched by length, results in input order. ``Translator.translate``/``evaluate``, the

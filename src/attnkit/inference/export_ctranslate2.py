@@ -83,6 +83,7 @@ def transformer_spec(model: nn.Module, src_tokens: list[str], tgt_tokens: list[s
             "CTranslate2 export needs an attnkit Transformer (arch 'transformer'), got "
             f"{type(model).__name__} with {type(encoder).__name__}/{type(decoder).__name__}"
         )
+    _check_supported(model, encoder, decoder)
     for side, tokens, stack in (("source", src_tokens, encoder), ("target", tgt_tokens, decoder)):
         if len(tokens) != stack.vocab_size:
             raise ValueError(
@@ -117,6 +118,30 @@ def transformer_spec(model: nn.Module, src_tokens: list[str], tgt_tokens: list[s
     cfg.decoder_start_token, cfg.add_source_bos, cfg.add_source_eos = "<bos>", False, True
     cfg.layer_norm_epsilon = _layer_norm_eps(model)
     return spec
+
+
+def _check_supported(model: nn.Module, *stacks: nn.Module) -> None:
+    """A clear error for what the mapping does not cover: positions other than the
+    sinusoidal table added to the embeddings, grouped-query attention."""
+    from attnkit.attention.multihead import MultiHeadAttention
+    from attnkit.attention.positional import PositionalEncoding
+
+    for stack in stacks:
+        if not isinstance(getattr(stack, "pos_encoding", None), PositionalEncoding):
+            raise ValueError(
+                "CTranslate2 export covers the sinusoidal positions added to the embeddings; "
+                f"this model's are {type(getattr(stack, 'pos_encoding', None)).__name__}"
+            )
+    for name, mha in model.named_modules():
+        if not isinstance(mha, MultiHeadAttention):
+            continue
+        if getattr(mha, "positions", "none") != "none":
+            raise ValueError(f"CTranslate2 export: {name} uses positions={mha.positions!r}")
+        if getattr(mha, "num_kv_heads", mha.num_heads) != mha.num_heads:
+            raise ValueError(
+                f"CTranslate2 export: {name} has {mha.num_kv_heads} key/value heads for "
+                f"{mha.num_heads} query heads (grouped-query attention is not mapped)"
+            )
 
 
 def _weight(t):
@@ -268,18 +293,27 @@ def export_ctranslate2(
 def _readme(
     name: str, sp_names: list[str], steps: int, max_len: int, quantization: str | None
 ) -> str:
-    src_sp, tgt_sp = sp_names[0], sp_names[-1]
+    joint = len(sp_names) == 1
     load_sp = (
-        f'sp = spm.SentencePieceProcessor(model_file="{name}/{src_sp}")\nsp_tgt = sp'
-        if src_sp == tgt_sp
-        else f'sp = spm.SentencePieceProcessor(model_file="{name}/{src_sp}")\n'
-        f'sp_tgt = spm.SentencePieceProcessor(model_file="{name}/{tgt_sp}")'
+        f'sp = spm.SentencePieceProcessor(model_file="{name}/{sp_names[0]}")'
+        if joint
+        else f'sp = spm.SentencePieceProcessor(model_file="{name}/{sp_names[0]}")\n'
+        f'sp_target = spm.SentencePieceProcessor(model_file="{name}/{sp_names[1]}")'
+    )
+    decoder = "sp" if joint else "sp_target"
+    models = (
+        f"`{sp_names[0]}` (one SentencePiece model for both languages)"
+        if joint
+        else f"`{sp_names[0]}` (English) and `{sp_names[1]}` (French)"
     )
     return f"""# {name}: an attnkit Transformer translator for CTranslate2
 
 Exported by `attnkit translate export --to ctranslate2` (weights {quantization or "float32"}).
+It holds `model.bin`, `config.json`, the vocabularies (`*_vocabulary.json`: SentencePiece
+pieces in attnkit's id order) and {models}.
+
 Greedy decoding here gives the token ids of attnkit's greedy decoding (`attnkit translate
-run`), with the settings below.
+run`) with the settings below.
 
 ```python
 import ctranslate2
@@ -293,18 +327,18 @@ pieces = [sp.encode(normalize_source(s), out_type=str) for s in sentences]
 results = translator.translate_batch(
     pieces, beam_size=1, max_decoding_length={steps}, min_decoding_length=0
 )
-print([sp_tgt.decode(r.hypotheses[0]) for r in results])
+print([{decoder}.decode(r.hypotheses[0]) for r in results])
 ```
 
 - **Source text** is normalized before SentencePiece (whose own normalization is off):
   Unicode NFC, every kind of space made one plain space (runs collapsed, ends
   stripped), typographic apostrophes made `'`, lower-cased, no space before
   `. , ! ? ; :`. That is `attnkit.data.normalize.normalize_source`.
-- `<eos>` is appended to the source by CTranslate2 (`add_source_eos` in config.json);
-  the decoder starts from `<bos>`. Sentences of up to {max_len - 1} pieces are what the
-  model was trained on.
+- CTranslate2 appends `<eos>` to the source (`add_source_eos` in config.json) and starts
+  the decoder from `<bos>`. The model was trained on sentences of up to {max_len - 1} pieces.
 - `max_decoding_length={steps}` and `min_decoding_length=0` are attnkit's defaults (its
   decoder steps, `<eos>` included; an immediate `<eos>` allowed).
-- Beam search: CTranslate2's `length_penalty` is its own formula, not attnkit's GNMT
-  penalty `((5 + |y|) / 6) ** alpha`, so beam outputs may differ from attnkit's.
+- Beam search: CTranslate2 divides a hypothesis's log-probability by
+  `length ** length_penalty`, attnkit by the GNMT penalty `((5 + length) / 6) ** alpha`,
+  so beam outputs may differ from attnkit's.
 """
