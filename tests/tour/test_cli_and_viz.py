@@ -10,11 +10,15 @@ from attnkit.tour import TOPICS
 from attnkit.viz import show_heatmaps
 
 
-def test_list_prints_one_topic_per_line(capsys):
+def test_list_prints_each_topic_and_its_asserted_claims(capsys):
     assert main(["tour", "--list"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert [ln.split()[0] for ln in lines] == list(TOPICS)
-    assert all(len(ln.split(maxsplit=1)[1]) > 10 for ln in lines)
+    topics = [ln for ln in lines if not ln.startswith(" ")]
+    assert [ln.split()[0] for ln in topics] == list(TOPICS)
+    assert all(len(ln.split(maxsplit=1)[1]) > 10 for ln in topics)
+    claims = [ln.strip() for ln in lines if ln.startswith(" ")]
+    expected = [f"asserted: {c} [{k}]" for t in TOPICS.values() for k, c in t.claims]
+    assert claims == expected and len(claims) >= 2 * len(TOPICS)
 
 
 def test_one_topic_prints_finding_and_writes_figures(tmp_path, capsys):
@@ -24,6 +28,7 @@ def test_one_topic_prints_finding_and_writes_figures(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.glob("*.png")) == [
         "positions_binary.png",
         "positions_frequency.png",
+        "positions_similarity.png",
         "positions_table.png",
     ]
 
@@ -52,5 +57,5 @@ def test_show_heatmaps_per_panel_scales_and_colorbars():
     assert hi1 == pytest.approx(float(m[0, 1].max()))
     bare = show_heatmaps(m, "k", "q", shared_colorbar=False)
     assert len(bare.axes) == 2
-    with pytest.raises(TypeError, match="per_panel must be a bool"):
+    with pytest.raises(TypeError, match=r"per_panel must be a bool, got 'yes' \(str\)"):
         show_heatmaps(m, "k", "q", per_panel="yes")

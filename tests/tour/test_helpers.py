@@ -24,8 +24,10 @@ def test_kernels_and_estimator():
     assert nw_predict("gaussian", x, x, torch.ones(3), 0.5).tolist() == pytest.approx([1.0] * 3)
     with pytest.raises(ValueError, match="kernel must be one of"):
         kernel_weights("cosine", x, x, 1.0)
-    with pytest.raises(ValueError, match="width must be > 0"):
+    with pytest.raises(ValueError, match=r"width must be a positive finite number, got 0\.0"):
         kernel_weights("gaussian", x, x, 0.0)
+    with pytest.raises(TypeError, match=r"width must be a positive finite number, got '1' \(str\)"):
+        kernel_weights("gaussian", x, x, "1")
     with pytest.raises(TypeError, match="queries must be a floating-point tensor"):
         kernel_weights("gaussian", [0.0], x, 1.0)
     with pytest.raises(ValueError, match="same shape"):
@@ -69,18 +71,24 @@ def test_offset_matrix_is_a_rotation():
     assert torch.allclose(offset_matrix(2, 8) @ offset_matrix(1, 8), M, atol=1e-12)  # δ adds
     with pytest.raises(ValueError, match="even"):
         offset_matrix(1, 7)
-    with pytest.raises(TypeError, match="delta must be an int"):
+    with pytest.raises(TypeError, match=r"delta must be an int, got 1\.5 \(float\)"):
         offset_matrix(1.5, 8)
+    with pytest.raises(ValueError, match="num_hiddens must be an int >= 2, got 0"):
+        offset_matrix(1, 0)
+    with pytest.raises(TypeError, match=r"num_hiddens must be an int >= 2, got 8\.0 \(float\)"):
+        offset_matrix(1, 8.0)
 
 
 def test_path_length_and_graph_depth():
     assert path_length("self-attention", 4) == 1
     assert path_length("rnn", 4) == 4
     assert path_length("cnn", 5, k=3) == 4
-    with pytest.raises(ValueError, match="kind must be"):
+    with pytest.raises(ValueError, match="kind must be one of 'cnn', 'rnn', 'self-attention'"):
         path_length("lstm", 4)
-    with pytest.raises(ValueError, match="n must be >= 2"):
+    with pytest.raises(ValueError, match="n must be an int >= 2, got 1"):
         path_length("rnn", 1)
+    with pytest.raises(TypeError, match=r"d must be a positive int, got True \(bool\)"):
+        path_length("rnn", 4, d=True)
     with pytest.raises(ValueError, match="k must be odd"):
         path_length("cnn", 4, k=4)
     x = torch.ones(2, requires_grad=True)
@@ -94,17 +102,84 @@ def test_randomized_truncation_helpers():
     full = randomized_grad(W, X)
     assert torch.allclose(randomized_grad(W, X, keep=torch.ones(6, dtype=torch.bool)), full)
     assert torch.allclose(randomized_grad(W, X, truncate=6), full)
-    with pytest.raises(ValueError, match=r"pi must be in \(0, 1\]"):
+    with pytest.raises(ValueError, match=r"pi must be a probability in \(0, 1\], got 0\.0"):
         randomized_grad(W, X, pi=0.0)
-    with pytest.raises(ValueError, match="truncate must be in"):
+    with pytest.raises(TypeError, match=r"pi must be a probability in \(0, 1\], got None"):
+        randomized_grad(W, X, pi=None)
+    with pytest.raises(ValueError, match=r"truncate must be an int in \[1, 6\], got 7"):
         randomized_grad(W, X, truncate=7)
+    with pytest.raises(TypeError, match=r"truncate must be an int in \[1, 6\], got 2\.0"):
+        randomized_grad(W, X, truncate=2.0)
     with pytest.raises(ValueError, match=r"W must be \(d, d\)"):
         randomized_grad(torch.ones(3, 2), X)
 
 
 def test_timed_and_result_save(tmp_path):
     assert timed(lambda: None, repeat=2) >= 0
-    with pytest.raises(ValueError, match="repeat must be >= 1"):
+    with pytest.raises(ValueError, match="repeat must be a positive int, got 0"):
         timed(lambda: None, repeat=0)
     r = TopicResult("demo", "a finding", {}, {})
     assert r.save(tmp_path) == []
+
+
+def test_count_ops_counts_products_and_elements():
+    from attnkit.tour.cost import count_ops
+
+    a, b = torch.randn(2, 3), torch.randn(3, 4)
+    c = count_ops(lambda: a @ b)
+    assert c.flops == 2 * 2 * 3 * 4 and c.elementwise == 0 and c.calls >= 1
+    c = count_ops(lambda: torch.tanh(a + 1))
+    assert c.flops == 0 and c.elementwise == 2 * 6 and c.total == 12
+    assert count_ops(lambda: a.t()[0].reshape(2)).elementwise == 0  # views write nothing
+    q = torch.randn(1, 2, 5, 8)  # the CPU's fused attention: its two products
+    sdpa = count_ops(lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q))
+    assert sdpa.flops == 2 * (2 * 2 * 5 * 5 * 8)
+    with pytest.raises(TypeError, match="fn must be callable, got int"):
+        count_ops(3)
+
+
+def test_seed_summary_and_its_words():
+    from attnkit.tour.base import describe_seeds, seed_summary
+
+    s = seed_summary([1.0, 2.0, 3.0])
+    assert (s["n"], s["agree"], s["mean"], s["sd"], s["min"]) == (3, 3, 2.0, 1.0, 1.0)
+    assert s["p_no_effect"] == 1 / 8 and 0 < s["p_fail"] < 0.5
+    assert (
+        seed_summary([-1.0, 1.0])["agree"] == 1 and seed_summary([-1.0, 1.0])["p_no_effect"] == 0.75
+    )
+    assert describe_seeds(s).startswith("3/3 seeds (difference mean 2")
+    for bad in ([], [1.0, math.nan], ["1"]):
+        with pytest.raises(ValueError, match="diffs must be a non-empty list of finite numbers"):
+            seed_summary(bad)
+
+
+def test_pool_and_closer_key_order():
+    from attnkit.tour.pooling import closer_key_order, pool
+
+    X, q = torch.randn(5, 3), torch.randn(3)
+    assert torch.allclose(pool("average", X, q), X.mean(0))
+    assert torch.equal(pool("max", X, q), X.max(0).values)
+    assert not torch.allclose(pool("attention", X, q), pool("attention", X, -q))
+    with pytest.raises(ValueError, match="kind must be one of 'average', 'max', 'attention'"):
+        pool("min", X, q)
+    keys = torch.tensor([0.0, 1.0, 3.0])
+    w = torch.tensor([[0.6, 0.3, 0.1], [0.6, 0.3, 0.1]])  # query 0 right, query 3 wrong way
+    assert closer_key_order(w, torch.tensor([0.0, 3.0]), keys) == (6, 3, 3)
+
+
+def test_range_spread_and_batched_experiments_check_their_arguments():
+    from attnkit.tour.gates import gate_ablation
+    from attnkit.tour.norms import layernorm_convergence
+    from attnkit.tour.recurrent import clipping_divergence
+    from attnkit.tour.selfattn import range_spread
+
+    same = torch.ones(6, 2, 4)  # (sentences, layers, heads): every head alike
+    assert range_spread(same) == (0.0, 1.0)
+    apart = torch.arange(4.0).expand(6, 2, 4)
+    spread, p = range_spread(apart, perms=200)
+    assert spread == 3.0 and p < 0.05
+    for fn in (gate_ablation, layernorm_convergence, clipping_divergence):
+        with pytest.raises(ValueError, match="seeds must be a positive int, got 0"):
+            fn(seeds=0, steps=1)
+        with pytest.raises(TypeError, match="steps must be a positive int"):
+            fn(seeds=1, steps=1.5)

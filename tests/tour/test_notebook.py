@@ -34,5 +34,10 @@ def test_tour_notebook_executes(tmp_path):
     for name in ("cues", "positions", "transformer"):
         assert f"[{name}]" in text
     assert "total" in text
+    from attnkit.tour import TOPICS
+
+    for t in TOPICS.values():  # every topic's asserted claims are shown under its finding
+        for key, claim in t.claims:
+            assert f"  - {claim} [{key}]" in text
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) >= 14  # at least one figure per topic

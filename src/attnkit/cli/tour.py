@@ -1,6 +1,7 @@
 """``attnkit tour``: the attention chapter's arguments, run (``attnkit.tour``).
 
-``attnkit tour --list`` names the topics; ``attnkit tour TOPIC --out DIR`` runs one,
+``attnkit tour --list`` names the topics and, under each, the claims its test asserts
+with the value that carries each; ``attnkit tour TOPIC --out DIR`` runs one,
 prints its finding and writes its figures; ``attnkit tour all`` runs every topic.
 ``attnkit tour`` with no topic runs the original three examples (``run_tour``: Nadaraya-
 Watson, the scoring toy example, positional encoding), as ``attnkit demo --tour`` does.
@@ -24,7 +25,9 @@ def register(sub) -> None:
         "its figures. Without TOPIC: Nadaraya-Watson, scoring functions, positional encoding.",
     )
     p.add_argument("topic", nargs="?", default=None, help="a topic from --list, or 'all'")
-    p.add_argument("--list", action="store_true", help="list the topics, one per line")
+    p.add_argument(
+        "--list", action="store_true", help="list the topics and the claims each asserts"
+    )
     p.add_argument("--out", default="runs/tour", help="folder for the figures (default runs/tour)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--small", action="store_true", help="small, fast sizes (as the tests)")
@@ -36,8 +39,10 @@ def _main(a) -> int:
         from attnkit.tour import TOPICS
 
         width = max(map(len, TOPICS))
-        for name, (_, _, description) in TOPICS.items():
-            print(f"{name:<{width}}  {description}")
+        for name, entry in TOPICS.items():
+            print(f"{name:<{width}}  {entry.description}")
+            for key, claim in entry.claims:
+                print(f"    asserted: {claim} [{key}]")
         return 0
     if a.topic is None:
         return run_tour(Path(a.out), a.seed)

@@ -1,9 +1,8 @@
-"""CNN vs RNN vs self-attention (d2l 10.6.2) and normalization/residuals (d2l 10.7.2).
+"""CNN vs RNN vs self-attention (d2l 10.6.2).
 
-``architectures``: time against sequence length n and width d next to the theoretical
-O(knd²), O(nd²), O(n²d); sequential operations (depth of the autograd graph) and the
-maximum path length measured from gradients. ``norms``: LayerNorm vs BatchNorm on the
-book's example; the first layer's gradient in a deep stack with and without residuals.
+``architectures``: FLOPs counted against sequence length n (O(knd²), O(nd²), O(n²d)),
+with measured times beside them for illustration; sequential operations (depth of the
+autograd graph) and the maximum path length measured from gradients.
 """
 
 from __future__ import annotations
@@ -13,9 +12,10 @@ import math
 import torch
 from torch import Tensor, nn
 
+from attnkit._validate import integer, one_of, positive_int
 from attnkit.tour.base import TopicResult, check_args, timed, topic
 
-__all__ = ["architectures", "graph_depth", "norms", "path_length"]
+__all__ = ["architectures", "graph_depth", "path_length"]
 
 
 def graph_depth(t: Tensor) -> int:
@@ -55,13 +55,10 @@ def _depends(fn, X: Tensor) -> Tensor:
 def path_length(kind: str, n: int, d: int = 4, k: int = 3) -> int:
     """The smallest number of layers (steps, for an RNN) after which every output i
     depends on every input j it may see (j <= i for the RNN), measured from gradients."""
-    if kind not in ("cnn", "rnn", "self-attention"):
-        raise ValueError(f"kind must be 'cnn', 'rnn' or 'self-attention', got {kind!r}")
-    for name, v, lo in (("n", n, 2), ("d", d, 1), ("k", k, 1)):
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{name} must be an int, got {v!r}")
-        if v < lo:
-            raise ValueError(f"{name} must be >= {lo}, got {v}")
+    one_of("kind", kind, ("cnn", "rnn", "self-attention"))
+    integer("n", n, minimum=2)
+    positive_int("d", d)
+    positive_int("k", k)
     if kind == "cnn" and k % 2 == 0:
         raise ValueError(f"k must be odd (a centred kernel), got {k}")
     with torch.random.fork_rng(devices=[]):  # seeded here, the caller's RNG left as it was
@@ -109,6 +106,40 @@ def _path_length(kind: str, n: int, d: int, k: int) -> int:
     raise RuntimeError("no path length found")  # pragma: no cover
 
 
+def _counted_flops(d: int, k: int, lengths: list[int]) -> dict:
+    """FLOPs counted (``count_ops``) for one forward at each length n, batch 1: the CNN,
+    the RNN, the attention pooling softmax(XXᵀ/√d)X alone, and the self-attention layer
+    with its projections; the growth exponent between the two largest n; the first n
+    from which the attention pooling costs more than the RNN (and than the CNN)."""
+    from attnkit.attention import DotProductAttention
+    from attnkit.tour.cost import count_ops
+
+    layers = _layers(d, k)
+    pooling = DotProductAttention().eval()
+    layers = {"cnn": layers["cnn"], "rnn": layers["rnn"],
+              "attention pooling": lambda X: pooling(X, X, X),
+              "self-attention layer": layers["self-attention"]}  # fmt: skip
+    flops: dict[str, list[int]] = {name: [] for name in layers}
+    for n in lengths:
+        X = torch.randn(1, n, d)
+        for name, f in layers.items():
+            flops[name].append(count_ops(lambda f=f, X=X: f(X)).flops)
+    exponents = {name: math.log(f[-1] / f[-2]) / math.log(lengths[-1] / lengths[-2])
+                 for name, f in flops.items()}  # fmt: skip
+
+    def first_at_least(a: str, b: str) -> int | None:  # the first n where a costs >= b
+        return next((n for n, x, y in zip(lengths, flops[a], flops[b]) if x >= y), None)
+
+    return {
+        "lengths": lengths,
+        "flops": flops,
+        "exponents": exponents,
+        "crossover": first_at_least("attention pooling", "rnn"),
+        "crossover_cnn": first_at_least("attention pooling", "cnn"),
+        "layer_over_rnn": [a / r for a, r in zip(flops["self-attention layer"], flops["rnn"])],
+    }
+
+
 def _layers(d: int, k: int):
     from attnkit.attention import MultiHeadAttention
 
@@ -149,6 +180,7 @@ def architectures(*, small: bool = False, seed: int = 0) -> TopicResult:
         "rnn": [n * d * d for n in lengths],
         "self-attention": [n * n * d for n in lengths],
     }
+    counted = _counted_flops(d, k, [16, 32, 64, 128, 256, 512, 1024])
     # measured growth: log-log slope between the two largest n (1 = linear, 2 = quadratic)
     slopes = {
         name: math.log(ts[-1] / ts[-2]) / math.log(lengths[-1] / lengths[-2])
@@ -182,12 +214,21 @@ def architectures(*, small: bool = False, seed: int = 0) -> TopicResult:
     fig_d = plot_curves({m: t for m, t in times_d.items()}, "width d", "seconds (forward)",
                         x=widths, logy=True, title=f"n = {n_fixed}")  # fmt: skip
     fig_d.axes[0].set_xscale("log")
+    fig_f = plot_curves(counted["flops"], "sequence length n", "FLOPs (counted)",
+                        x=counted["lengths"], logy=True, title=f"d = {d}, k = {k}: counted")  # fmt: skip
+    fig_f.axes[0].set_xscale("log")
     values = {
         "lengths": lengths,
         "times": times,
         "widths": widths,
         "times_by_width": times_d,
         "flops": flops,
+        "counted_lengths": counted["lengths"],
+        "counted_flops": counted["flops"],
+        "flop_exponents": counted["exponents"],
+        "counted_crossover_n": counted["crossover"],
+        "counted_crossover_cnn_n": counted["crossover_cnn"],
+        "layer_over_rnn": counted["layer_over_rnn"],
         "theoretical_crossover_n": d,
         "measured_crossover_n": crossover,
         "slopes": slopes,
@@ -196,8 +237,17 @@ def architectures(*, small: bool = False, seed: int = 0) -> TopicResult:
         "path_n": n_path,
         "path_length": paths,
     }
+    ce = counted["exponents"]
     finding = (
-        f"Forward seconds at n = {lengths} (d = {d}): "
+        f"Counted FLOPs (d = {d}, k = {k}) as n doubles {counted['lengths'][0]} -> "
+        f"{counted['lengths'][-1]}: growth exponent in n between the two largest n: "
+        + ", ".join(f"{m} {e:.2f}" for m, e in ce.items())
+        + f"; the attention pooling's 2n²d (two n x n x d products) passes the RNN's 2nd² "
+        f"(input and state products) at n = {counted['crossover']} = d, the CNN's k n d² at "
+        f"n = {counted['crossover_cnn']} (k d / 2 = {k * d // 2}); with its four n d² projections the self-attention "
+        f"layer costs {counted['layer_over_rnn'][0]:.1f}x the RNN at n = {counted['lengths'][0]} "
+        f"and {counted['layer_over_rnn'][-1]:.1f}x at n = {counted['lengths'][-1]}. "
+        f"Measured forward seconds, for illustration only, at n = {lengths} (d = {d}): "
         + "; ".join(f"{m} " + "/".join(f"{t * 1e3:.2f}ms" for t in ts) for m, ts in times.items())
         + "; growth exponent in n between the two largest n: "
         + ", ".join(f"{m} {e:.2f}" for m, e in slopes.items())
@@ -205,15 +255,13 @@ def architectures(*, small: bool = False, seed: int = 0) -> TopicResult:
         + ", ".join(f"{m} {e:.2f}" for m, e in slopes_d.items())
         + " (the self-attention layer includes its four n d² projections, which dominate "
         "when d > n)"
-        + f". Theory: k n d² = {k}n·{d}², n d², n² d: self-attention's n² d passes the RNN's "
         + (
-            f"n d² at n = d = {d}; measured, self-attention stays slower than the RNN from n = "
-            f"{crossover} on "
+            f"; measured, self-attention stays slower than the RNN from n = {crossover} on "
             if crossover is not None
-            else f"n d² at n = d = {d}; measured, "
-            f"self-attention is still faster than the RNN at n = {lengths[-1]} "
+            else f"; measured, self-attention is still faster than the RNN at n = {lengths[-1]} "
         )
-        + "(the RNN's n steps run one after another, and each pays fixed overhead). "
+        + "(the RNN's n steps run one after another, and each pays fixed overhead: the clock "
+        "and the count disagree, so the tests assert the count). "
         "Sequential operations (autograd depth) at n = 8 / 32: "
         + "; ".join(f"{m} {seq_ops[8][m]} / {seq_ops[32][m]}" for m in times)
         + f": O(1), O(n), O(1). Maximum path length at n = {n_path}, measured from "
@@ -221,58 +269,5 @@ def architectures(*, small: bool = False, seed: int = 0) -> TopicResult:
         f"(= n), CNN {paths['cnn']} layers with k = 3 and {paths['cnn_k5']} with k = 5 "
         "(= ceil((n-1) / floor(k/2)): O(n/k))."
     )
-    return TopicResult("architectures", finding, values, {"time_n": fig_t, "time_d": fig_d})
-
-
-@topic
-def norms(*, small: bool = False, seed: int = 0) -> TopicResult:
-    """The book's [[1, 2], [2, 3]] through LayerNorm and BatchNorm; residual gradients."""
-    check_args(small, seed)
-    from attnkit.viz import plot_curves
-
-    X = torch.tensor([[1.0, 2.0], [2.0, 3.0]])
-    ln, bn = nn.LayerNorm(2), nn.BatchNorm1d(2)
-    with torch.no_grad():
-        ln_out, bn_out = ln(X), bn.train()(X)
-    eps = 1e-5
-
-    def by_hand(mean: Tensor, var: Tensor) -> Tensor:
-        return (X - mean) / torch.sqrt(var + eps)
-
-    ln_hand = by_hand(X.mean(1, keepdim=True), X.var(1, unbiased=False, keepdim=True))
-    bn_hand = by_hand(X.mean(0, keepdim=True), X.var(0, unbiased=False, keepdim=True))
-
-    depths = [2, 8, 16, 32] if small else [2, 8, 16, 32, 64]
-    width = 32
-    plain, resid = [], []
-    for L in depths:
-        for residual, out in ((False, plain), (True, resid)):
-            torch.manual_seed(seed)
-            layers = [nn.Linear(width, width) for _ in range(L)]
-            h = torch.randn(16, width)
-            for m in layers:
-                h = h + torch.tanh(m(h)) if residual else torch.tanh(m(h))
-            h.pow(2).mean().backward()
-            out.append(float(layers[0].weight.grad.norm()))
-    fig = plot_curves({"plain": plain, "residual": resid}, "layers", "first layer's gradient norm",
-                      x=depths, logy=True, title="deep tanh stack")  # fmt: skip
-    values = {
-        "layernorm": ln_out.tolist(),
-        "batchnorm": bn_out.tolist(),
-        "layernorm_by_hand_error": float((ln_out - ln_hand).abs().max()),
-        "batchnorm_by_hand_error": float((bn_out - bn_hand).abs().max()),
-        "depths": depths,
-        "grad_plain": plain,
-        "grad_residual": resid,
-    }
-    finding = (
-        f"X = [[1, 2], [2, 3]]: LayerNorm (per example) gives {[[round(v, 4) for v in r] for r in ln_out.tolist()]}, "
-        f"BatchNorm (per feature, over the batch) {[[round(v, 4) for v in r] for r in bn_out.tolist()]}: "
-        f"both equal (x - mean) / sqrt(var + 1e-5) by hand to {max(values['layernorm_by_hand_error'], values['batchnorm_by_hand_error']):.1e}. "
-        f"First layer's gradient norm at depth {depths}: plain "
-        + "/".join(f"{g:.1e}" for g in plain)
-        + ", residual "
-        + "/".join(f"{g:.1e}" for g in resid)
-        + f": at depth {depths[-1]} residuals keep {resid[-1] / max(plain[-1], 1e-30):.0e}x more gradient."
-    )
-    return TopicResult("norms", finding, values, {"residual_gradients": fig})
+    figs = {"flops_n": fig_f, "time_n": fig_t, "time_d": fig_d}
+    return TopicResult("architectures", finding, values, figs)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-import numbers
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,7 +12,18 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-__all__ = ["TopicResult", "check_args", "check_tensor", "close_figures", "timed", "topic"]
+from attnkit._validate import boolean, non_negative_int, positive_int
+
+__all__ = [
+    "TopicResult",
+    "check_args",
+    "check_tensor",
+    "close_figures",
+    "describe_seeds",
+    "seed_summary",
+    "timed",
+    "topic",
+]
 
 
 @dataclass
@@ -65,20 +76,15 @@ def check_tensor(name: str, t: object, dims: int | tuple[int, ...] | None = None
 
 def check_args(small: object, seed: object) -> None:
     """Every topic takes ``small`` (a bool: fast sizes) and ``seed`` (an int >= 0)."""
-    if not isinstance(small, bool):
-        raise TypeError(f"small must be a bool, got {small!r} ({type(small).__name__})")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an int, got {seed!r} ({type(seed).__name__})")
-    if seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
+    boolean("small", small)
+    non_negative_int("seed", seed)
 
 
 def timed(fn: Callable[[], Any], repeat: int = 3, min_seconds: float = 0.005) -> float:
     """Seconds per call of ``fn()``: the best of ``repeat`` measurements, each averaging
     enough calls to last ``min_seconds`` (after one warm-up). The best is the least
     disturbed by other work on a shared machine."""
-    if repeat < 1:
-        raise ValueError(f"repeat must be >= 1, got {repeat}")
+    positive_int("repeat", repeat)
     t0 = time.perf_counter()
     fn()
     calls = max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-7)))
@@ -89,6 +95,38 @@ def timed(fn: Callable[[], Any], repeat: int = 3, min_seconds: float = 0.005) ->
             fn()
         best = min(best, (time.perf_counter() - t0) / calls)
     return best
+
+
+def seed_summary(diffs: list[float]) -> dict[str, float]:
+    """Paired differences over seeds, each positive when that seed agrees with the claim.
+
+    ``agree``: how many are positive; ``p_no_effect``: the sign test's chance of that many
+    or more if the claim had no effect (each sign a coin flip); ``p_fail``: the chance
+    that a fresh set of as many seeds has one that disagrees, taking the differences as
+    normal with the measured mean and standard deviation (the chance an assertion that
+    every seed agrees fails by bad luck).
+    """
+    if not diffs or not all(isinstance(d, float | int) and math.isfinite(d) for d in diffs):
+        raise ValueError(f"diffs must be a non-empty list of finite numbers, got {diffs!r}")
+    n = len(diffs)
+    agree = sum(d > 0 for d in diffs)
+    mean = sum(diffs) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1)) if n > 1 else 0.0
+    p_no_effect = sum(math.comb(n, k) for k in range(agree, n + 1)) / 2**n
+    one = 0.5 * math.erfc(mean / (sd * math.sqrt(2))) if sd > 0 else float(mean <= 0)
+    return {"n": n, "agree": agree, "mean": mean, "sd": sd, "min": min(diffs),
+            "p_no_effect": p_no_effect, "p_fail": 1 - (1 - one) ** n}  # fmt: skip
+
+
+def describe_seeds(s: dict[str, float], unit: str = "") -> str:
+    """``seed_summary`` in words: "8/8 seeds (difference mean 0.35, sd 0.1, min 0.2; ...)"."""
+    p_fail = "< 1e-6" if s["p_fail"] < 1e-6 else f"{s['p_fail']:.1g}"
+    return (
+        f"{s['agree']}/{s['n']} seeds (difference mean {s['mean']:.3g}{unit}, sd "
+        f"{s['sd']:.2g}, min {s['min']:.3g}; chance of {s['agree']}/{s['n']} or more with no "
+        f"effect {s['p_no_effect']:.2g}; chance that a new set of {s['n']} seeds has one the "
+        f"other way {p_fail})"
+    )
 
 
 def topic(fn: Callable[..., TopicResult]) -> Callable[..., TopicResult]:

@@ -1,11 +1,13 @@
 """Sinusoidal positional encoding (d2l 10.6.3): relative positions are rotations,
-positions are unique, and the columns behave like the bits of a binary counter."""
+positions are unique, the columns behave like the bits of a binary counter, and nearby
+positions have more similar encodings than distant ones (on average, not monotonically)."""
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
+from attnkit._validate import integer
 from attnkit.tour.base import TopicResult, check_args, topic
 
 __all__ = ["offset_matrix", "positions"]
@@ -17,10 +19,8 @@ def offset_matrix(delta: int, num_hiddens: int) -> Tensor:
     Block j acts on (P[i, 2j], P[i, 2j+1]) = (sin iω_j, cos iω_j):
     [[cos δω_j, sin δω_j], [-sin δω_j, cos δω_j]]. It depends on δ only, never on i.
     """
-    if isinstance(delta, bool) or not isinstance(delta, int):
-        raise TypeError(f"delta must be an int, got {delta!r}")
-    if isinstance(num_hiddens, bool) or not isinstance(num_hiddens, int) or num_hiddens < 2:
-        raise ValueError(f"num_hiddens must be an int >= 2, got {num_hiddens!r}")
+    integer("delta", delta)
+    integer("num_hiddens", num_hiddens, minimum=2)
     if num_hiddens % 2:
         raise ValueError(f"num_hiddens must be even (sin/cos pairs), got {num_hiddens}")
     omega = 1.0 / torch.pow(
@@ -59,6 +59,14 @@ def positions(*, small: bool = False, seed: int = 0) -> TopicResult:
     min_dist = float(dist.min())
     unique = int(torch.unique(T.round(decimals=6), dim=0).shape[0])
 
+    # nearby positions are similar, distant ones less: mean cosine similarity of P_i and
+    # P_(i+δ) over a 200-position table, for every offset δ
+    L = sinusoidal_table(200, D).double()
+    sim = [float(torch.nn.functional.cosine_similarity(L[: 200 - o], L[o:], dim=-1).mean())
+           for o in range(51)]  # fmt: skip
+    falls_until = next(o for o in range(50) if sim[o + 1] >= sim[o])  # first rise after o
+    near, far = sum(sim[1:4]) / 3, sum(sim[20:51]) / 31  # δ = 1..3 against δ = 20..50
+
     bits = torch.tensor([[(i >> b) & 1 for b in range(2, -1, -1)] for i in range(8)]).float()
     omega = 1.0 / torch.pow(10000.0, torch.arange(0, D, 2, dtype=torch.float64) / D)
     sign_changes = [int((torch.diff(torch.sign(P[:, c])) != 0).sum()) for c in range(0, D, 2)]
@@ -75,6 +83,10 @@ def positions(*, small: bool = False, seed: int = 0) -> TopicResult:
         "max_len": max_len,
         "omega": omega.tolist(),
         "sign_changes": sign_changes,
+        "similarity_by_offset": sim,
+        "similarity_falls_until": falls_until,
+        "similarity_near_far": (near, far),
+        "similarity_far_max": max(sim[20:]),
         "binary": ["".join(str(int(b)) for b in row) for row in bits],
     }
     finding = (
@@ -84,7 +96,15 @@ def positions(*, small: bool = False, seed: int = 0) -> TopicResult:
         f"{max_len} positions are distinct ({unique} unique rows, smallest pairwise distance "
         f"{min_dist:.3f}). As in binary 000..111 ({' '.join(values['binary'])}), lower columns "
         f"flip faster: sign changes over {n} positions per sin column "
-        f"{sign_changes[:6]}..., frequency {omega[0]:.2f} -> {float(omega[-1]):.1e}."
+        f"{sign_changes[:6]}..., frequency {omega[0]:.2f} -> {float(omega[-1]):.1e}. Nearby "
+        f"positions are more alike: mean cosine similarity of P_i and P_(i+δ) "
+        + ", ".join(f"{sim[o]:.2f}" for o in range(6))
+        + f" for δ = 0..5, {near:.2f} for δ = 1..3 against {far:.2f} for δ = 20..50 (at most "
+        f"{max(sim[20:]):.2f} there); but not monotonically: it falls only up to δ = "
+        f"{falls_until} and then ripples (δ = {falls_until + 1}: {sim[falls_until + 1]:.3f} > "
+        f"{sim[falls_until]:.3f})."
     )
-    figs = {"binary": fig_b, "table": fig_p, "frequency": fig_f}
+    fig_s = plot_curves({"cos(P_i, P_(i+δ))": sim}, "offset δ", "mean cosine similarity",
+                        x=list(range(51)), title=f"d = {D}: similarity against offset")  # fmt: skip
+    figs = {"binary": fig_b, "table": fig_p, "frequency": fig_f, "similarity": fig_s}
     return TopicResult("positions", finding, values, figs)

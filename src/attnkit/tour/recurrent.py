@@ -1,5 +1,6 @@
-"""Recurrent networks (d2l 8.1, 8.7, 9.1-9.2): gates at their extremes, backpropagation
-through time, and autoregressive prediction k steps ahead."""
+"""Recurrent networks (d2l 8.1, 8.5, 8.7): backpropagation through time (gradient norms,
+truncation, random against sequential sampling, gradient clipping) and autoregressive
+prediction k steps ahead. The GRU and LSTM gates are in ``attnkit.tour.gates``."""
 
 from __future__ import annotations
 
@@ -8,82 +9,17 @@ import math
 import torch
 from torch import Tensor, nn
 
-from attnkit.tour.base import TopicResult, check_args, check_tensor, topic
+from attnkit._validate import integer, optional, positive_int, real
+from attnkit.tour.base import (
+    TopicResult,
+    check_args,
+    check_tensor,
+    describe_seeds,
+    seed_summary,
+    topic,
+)
 
-__all__ = ["autoregressive", "bptt", "gates", "randomized_grad"]
-
-BIG = 30.0  # a gate bias this large drives the sigmoid to 1 (or 0 with -BIG) to ~1e-13
-
-
-@topic
-def gates(*, small: bool = False, seed: int = 0) -> TopicResult:
-    """The scratch GRU and LSTM with gate biases forced to ±30."""
-    check_args(small, seed)
-    from attnkit.models.rnn import GRUScratchLayer, LSTMScratchLayer, RNNScratchLayer
-    from attnkit.viz import plot_curves
-
-    torch.manual_seed(seed)
-    D, H, T, B = 5, 6, 7, 3
-    X = torch.randn(T, B, D)
-    H0, H0b = torch.randn(B, H), torch.randn(B, H)
-
-    def gru(b_z: float, b_r: float) -> GRUScratchLayer:
-        g = GRUScratchLayer(D, H)
-        with torch.no_grad():
-            for p in g.parameters():
-                p.normal_(0, 0.5)
-            g.b_z.fill_(b_z)
-            g.b_r.fill_(b_r)
-        return g
-
-    v: dict[str, float] = {}
-    with torch.no_grad():
-        g = gru(-BIG, BIG)  # update 0, reset 1: H = tanh(X W_xh + H W_hh + b_h)
-        rnn = RNNScratchLayer(D, H)
-        rnn.W_xh.copy_(g.W_xh), rnn.W_hh.copy_(g.W_hh), rnn.b_h.copy_(g.b_h)
-        v["gru_reset1_vs_rnn"] = float((g(X, (H0,))[0] - rnn(X, (H0,))[0]).abs().max())
-        g = gru(-BIG, -BIG)  # update 0, reset 0: H_t = tanh(X_t W_xh + b_h), an MLP on X_t
-        Y, _ = g(X, (H0,))
-        v["gru_reset0_vs_mlp"] = float((Y - torch.tanh(X @ g.W_xh + g.b_h)).abs().max())
-        v["gru_reset0_state_effect"] = float((Y - g(X, (H0b,))[0]).abs().max())
-        g = gru(BIG, 0.0)  # update 1: H_t = H_{t-1}, the state is copied through
-        v["gru_update1_copy"] = float((g(X, (H0,))[0] - H0).abs().max())
-
-        def lstm(b_i: float, b_f: float, b_o: float) -> LSTMScratchLayer:
-            m = LSTMScratchLayer(D, H)
-            for p in m.parameters():
-                p.normal_(0, 0.5)
-            m.b_i.fill_(b_i), m.b_f.fill_(b_f), m.b_o.fill_(b_o)
-            return m
-
-        C0 = torch.randn(B, H)
-        m = lstm(-BIG, BIG, 0.0)  # forget 1, input 0: C_t = C_{t-1} = C_0
-        _, (_, C) = m(X, (H0, C0))
-        v["lstm_keep_cell"] = float((C - C0).abs().max())
-        m = lstm(0.0, 0.0, -BIG)  # output 0: H_t = 0 * tanh(C_t), the memory is hidden
-        Y, (_, C) = m(X, (H0, C0))
-        v["lstm_output0_max_h"] = float(Y.abs().max())
-        v["lstm_output0_max_c"] = float(C.abs().max())
-    traces = {}
-    with torch.no_grad():  # hidden unit 0 of batch row 0 over time, per forced setting
-        traces["GRU free"] = gru(0.0, 0.0)(X, (H0,))[0][:, 0, 0].tolist()
-        traces["GRU update≈1 (copy)"] = gru(BIG, 0.0)(X, (H0,))[0][:, 0, 0].tolist()
-        traces["GRU reset≈0 (MLP on X_t)"] = gru(-BIG, -BIG)(X, (H0,))[0][:, 0, 0].tolist()
-        traces["LSTM cell, forget=1 input=0"] = (
-            lstm(-BIG, BIG, 0.0)(X, (H0, C0))[1][1][0, 0].repeat(T).tolist()
-        )
-        traces["LSTM H, output≈0"] = lstm(0.0, 0.0, -BIG)(X, (H0, C0))[0][:, 0, 0].tolist()
-    fig = plot_curves(traces, "step t", "unit 0", title="gates at their extremes")
-    finding = (
-        f"GRU, reset≈1 (update≈0): equals the plain RNN with the same weights to "
-        f"{v['gru_reset1_vs_rnn']:.1e}. reset≈0: equals tanh(X_t W_xh + b_h), an MLP on X_t "
-        f"({v['gru_reset0_vs_mlp']:.1e}); another initial state changes the outputs by "
-        f"{v['gru_reset0_state_effect']:.1e}. update≈1: every H_t equals H_0 to "
-        f"{v['gru_update1_copy']:.1e}, the state is copied. LSTM, forget=1, input=0: C_T = C_0 "
-        f"to {v['lstm_keep_cell']:.1e}; output≈0: |H| <= {v['lstm_output0_max_h']:.1e} while "
-        f"the cell holds values up to {v['lstm_output0_max_c']:.2f} (kept, but hidden)."
-    )
-    return TopicResult("gates", finding, v, {"traces": fig})
+__all__ = ["autoregressive", "bptt", "clipping_divergence", "randomized_grad"]
 
 
 def randomized_grad(
@@ -100,8 +36,7 @@ def randomized_grad(
     before). ``keep`` (T,) bools with ``pi``: the book's randomized truncation, step t
     passes its state's gradient on scaled by ξ_t / π (ξ_t = keep[t]), unbiased in mean.
     """
-    if not 0 < pi <= 1:
-        raise ValueError(f"pi must be in (0, 1], got {pi}")
+    real("pi", pi, above=0.0, at_most=1.0, expected="a probability in (0, 1]")
     check_tensor("W", W, 2)
     check_tensor("X", X, 2)
     if W.shape[0] != W.shape[1] or X.shape[1] != W.shape[0]:
@@ -110,8 +45,7 @@ def randomized_grad(
         )
     if keep is not None and tuple(keep.shape) != (X.shape[0],):
         raise ValueError(f"keep must have shape (T,) = ({X.shape[0]},), got {tuple(keep.shape)}")
-    if truncate is not None and not 1 <= truncate <= X.shape[0]:
-        raise ValueError(f"truncate must be in [1, T = {X.shape[0]}], got {truncate}")
+    optional(integer, "truncate", truncate, minimum=1, maximum=X.shape[0])  # at most T
     W = W.detach().clone().requires_grad_(True)
     T = X.shape[0]
     h = torch.zeros(W.shape[0])
@@ -169,20 +103,34 @@ def bptt(*, small: bool = False, seed: int = 0) -> TopicResult:
     from attnkit.training.lm import train_lm
 
     corpus, vocab = load_corpus(read_corpus_lines(None), "char", 4000 if small else 20000)
-    epochs = 3 if small else 12
-    ppl = {}
-    for name, rnd in (("sequential", False), ("random", True)):
-        torch.manual_seed(seed)
-        model = build_lm("gru", len(vocab), 32)
-        loader = LMDataLoader(corpus, 16, 20, use_random_iter=rnd, seed=seed)
-        hist = train_lm(model, loader, num_epochs=epochs, lr=0.01, optimizer="adam",
-                        progress=False, use_random_iter=rnd)  # fmt: skip
-        ppl[name] = hist.perplexity
+    epochs, n_seeds = (3, 6) if small else (12, 4)
+    runs: dict[str, list[list[float]]] = {"sequential": [], "random": []}
+    for s in range(seed, seed + n_seeds):
+        for name, rnd in (("sequential", False), ("random", True)):
+            torch.manual_seed(s)
+            model = build_lm("gru", len(vocab), 32)
+            loader = LMDataLoader(corpus, 16, 20, use_random_iter=rnd, seed=s)
+            hist = train_lm(model, loader, num_epochs=epochs, lr=0.01, optimizer="adam",
+                            progress=False, use_random_iter=rnd)  # fmt: skip
+            runs[name].append(hist.perplexity)
+    ppl = {name: r[0] for name, r in runs.items()}  # the first seed's curves
+    last = {name: [c[-1] for c in r] for name, r in runs.items()}
+    sampling = seed_summary([a - b for a, b in zip(last["random"], last["sequential"])])
+
+    n_clip, clip_steps = (6, 60) if small else (10, 150)
+    clip = clipping_divergence(seeds=n_clip, steps=clip_steps, seed=seed)
     fig_n = plot_curves({f"ρ = {r}": v for r, v in norms.items()}, "steps t", "||dh_t / dx_0||",
                         logy=True, title="gradient through t steps of W = ρQ")  # fmt: skip
-    fig_p = plot_curves(ppl, "epoch", "perplexity", title="GRU LM: sampling")
+    fig_p = plot_curves({**{f"{k} (seed {seed})": v for k, v in ppl.items()}},
+                        "epoch", "perplexity", title=f"GRU LM: sampling, {n_seeds} seeds")  # fmt: skip
+    for name, style in (("sequential", "C0"), ("random", "C1")):
+        for curve in runs[name][1:]:
+            fig_p.axes[0].plot(range(1, epochs + 1), curve, color=style, alpha=0.3, lw=0.8)
     values = {"grad_norms": norms, "log_slopes": slopes, "relative_error": rel, "perplexity": ppl,
-              "draws": draws, "pi": pi}  # fmt: skip
+              "draws": draws, "pi": pi, "sampling_final_perplexity": last,
+              "sampling_random_minus_sequential": sampling,
+              "clipping": clip}  # fmt: skip
+    lrs, div = clip["lrs"], clip["diverged"]
     finding = (
         f"||dh_t/dx_0|| after {T} steps: "
         + ", ".join(f"ρ = {r}: {v[-1]:.1e}" for r, v in norms.items())
@@ -192,10 +140,80 @@ def bptt(*, small: bool = False, seed: int = 0) -> TopicResult:
         + ", ".join(f"{k} {e:.3f}" for k, e in rel.items())
         + f": truncation is biased, less so as k grows; randomized truncation "
         f"(π = {pi}) is unbiased on average over {draws} draws but one draw is noisy. Character "
-        f"GRU, {epochs} epochs: perplexity sequential {ppl['sequential'][-1]:.2f}, random "
-        f"{ppl['random'][-1]:.2f}."
+        f"GRU, {epochs} epochs, {n_seeds} seeds: training perplexity sequential "
+        + "/".join(f"{x:.2f}" for x in last["sequential"])
+        + ", random "
+        + "/".join(f"{x:.2f}" for x in last["random"])
+        + ": sequential partitioning (the state carried across batches) ends lower in "
+        + describe_seeds(sampling)
+        + f". Gradient clipping (θ = {clip['theta']}): a tanh RNN started with ρ(W) ≈ "
+        f"{clip['rho']}, {clip_steps} SGD steps, {n_clip} seeds; diverged without / with "
+        "clipping at lr "
+        + ", ".join(
+            f"{lr}: {div['none'][i]}/{n_clip} / {div['clipped'][i]}/{n_clip}"
+            for i, lr in enumerate(lrs)
+        )
+        + " (largest gradient norm without clipping, median per lr "
+        + "/".join(f"{x:.1e}" for x in clip["max_norm_none"])
+        + "): "
+        "clipping prevents the divergence; at the smallest lr neither diverges and clipping "
+        f"costs a little (final loss {clip['final_median']['none'][0]:.3f} without, "
+        f"{clip['final_median']['clipped'][0]:.3f} with)."
     )
-    return TopicResult("bptt", finding, values, {"gradient_norms": fig_n, "sampling": fig_p})
+    figs = {"gradient_norms": fig_n, "sampling": fig_p}
+    return TopicResult("bptt", finding, values, figs)
+
+
+def clipping_divergence(*, seeds: int, steps: int, lrs: tuple[float, ...] = (0.1, 0.3, 0.5),
+                        theta: float = 1.0, rho: float = 1.5, T: int = 20, d: int = 16,
+                        seed: int = 0) -> dict:  # fmt: skip
+    """SGD on a tanh RNN (h_t = tanh(W h_{t-1} + u x_t), y = vᵀh_T, the target the sum of
+    the last 3 inputs), W started at spectral radius about ``rho``, with and without
+    clipping the gradient's norm to ``theta``; every (clipping, lr, seed) is one model of
+    a batch, trained on the same batches. A run diverged when its final loss (the mean
+    of the last 10% of steps) is not finite or above its first loss."""
+    positive_int("seeds", seeds)
+    positive_int("steps", steps)
+    real("theta", theta, above=0.0)
+    S, R = seeds, len(lrs)
+    M = 2 * R * S  # model m = (clipped * R + lr index) * S + seed
+    g = torch.Generator().manual_seed(seed)
+    params = [(torch.randn(S, *shape, generator=g) * scale).repeat(2 * R, 1, 1).requires_grad_(True)
+              for shape, scale in (((d, d), rho / math.sqrt(d)), ((1, d), 1.0),
+                                   ((d, 1), 1 / math.sqrt(d)))]  # fmt: skip
+    W, U, v = params
+    lr = torch.tensor(lrs).repeat_interleave(S).repeat(2)
+    clipped = torch.arange(M) >= R * S
+    data = torch.Generator().manual_seed(seed + 1)
+    losses, norms = [], []
+    for _ in range(steps):
+        X = torch.randn(S, 32, T, generator=data).repeat(2 * R, 1, 1)
+        h = torch.zeros(M, 32, d)
+        for t in range(T):
+            h = torch.tanh(torch.bmm(h, W) + X[:, :, t, None] * U)
+        loss = ((torch.bmm(h, v)[..., 0] - X[:, :, -3:].sum(-1)) ** 2).mean(1)  # (M,)
+        grads = torch.autograd.grad(loss.sum(), params)
+        norm = torch.sqrt(sum(gr.pow(2).sum((1, 2)) for gr in grads))  # (M,)
+        scale = torch.where(clipped, (theta / norm).clamp(max=1.0), torch.ones_like(norm))
+        with torch.no_grad():
+            for p, gr in zip(params, grads):
+                p -= (lr * scale)[:, None, None] * gr
+        losses.append(loss.detach())
+        norms.append(norm.detach())
+    L = torch.stack(losses).reshape(steps, 2, R, S)
+    final = L[-max(1, steps // 10) :].mean(0)  # (2, R, S)
+    diverged = ~torch.isfinite(final) | (final > L[0])
+    max_norm = torch.stack(norms).reshape(steps, 2, R, S).nan_to_num(math.inf).amax(0)
+    names = ("none", "clipped")
+    return {
+        "lrs": list(lrs), "theta": theta, "rho": rho,
+        "diverged": {k: [int(x) for x in diverged[i].sum(-1)] for i, k in enumerate(names)},
+        "final": {k: final[i].tolist() for i, k in enumerate(names)},
+        "final_over_start": {k: (final[i] / L[0, i]).tolist() for i, k in enumerate(names)},
+        "final_median": {k: final[i].nan_to_num(math.inf).median(-1).values.tolist()
+                         for i, k in enumerate(names)},
+        "max_norm_none": max_norm[0].median(-1).values.tolist(),
+    }  # fmt: skip
 
 
 @topic

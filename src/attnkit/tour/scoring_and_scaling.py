@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from attnkit.tour.base import TopicResult, check_args, check_tensor, topic
+from attnkit.tour.base import TopicResult, check_args, check_tensor, timed, topic
 
 __all__ = ["scaling", "scoring", "softmax_jacobian_norm", "vector_sum_weights"]
 
@@ -46,6 +46,9 @@ def scoring(*, small: bool = False, seed: int = 0) -> TopicResult:
     queries = torch.normal(0, 1, (2, 1, 2))
     diffs = {}
     maps = []
+    uniform = torch.zeros(2, 1, 10)  # the weights a constant score gives: 1/valid_len
+    uniform[0, :, :2], uniform[1, :, :6] = 1 / 2, 1 / 6
+    uniform_error = 0.0
     with torch.no_grad():
         for name, keys in (("ones", torch.ones(2, 10, 2)), ("random", torch.randn(2, 10, 2))):
             additive(queries, keys, values, valid_lens)
@@ -53,6 +56,8 @@ def scoring(*, small: bool = False, seed: int = 0) -> TopicResult:
             a, d = additive.attention_weights, dot.attention_weights
             diffs[name] = float((a - d).abs().max())
             maps += [a.reshape(2, 10), d.reshape(2, 10)]
+            if name == "ones":
+                uniform_error = float(max((a - uniform).abs().max(), (d - uniform).abs().max()))
 
         # bilinear: queries of width 20, keys of width 2, matrix products only
         bil = BilinearAttention(query_size=20, key_size=2).eval()
@@ -69,8 +74,15 @@ def scoring(*, small: bool = False, seed: int = 0) -> TopicResult:
         qs = torch.randn(1, 5, 4) * torch.tensor([[[1.0], [3.0], [10.0], [-5.0], [0.1]]])
         vs = vector_sum_weights(w, qs, keys4)  # (1, 5, 10)
         vs_spread = float((vs - vs[:, :1]).abs().max())
+    cost = _score_cost(small)
     v = {
         "ones_keys_max_diff": diffs["ones"],
+        "ones_keys_uniform_error": uniform_error,
+        "score_sizes": cost["sizes"],
+        "score_cost": cost["counts"],
+        "additive_over_dot": cost["ratio"],
+        "additive_over_dot_flops": cost["ratio_flops"],
+        "score_seconds": cost["seconds"],
         "random_keys_max_diff": diffs["random"],
         "bilinear_vs_einsum": bil_err,
         "bilinear_masked_mass": masked_mass,
@@ -89,15 +101,57 @@ def scoring(*, small: bool = False, seed: int = 0) -> TopicResult:
     fig_v = show_heatmaps(vs[0], "keys", "5 queries (scaled 0.1x to 10x)", figsize=(3.0, 2.0))
     finding = (
         f"With the book's keys (all ones) additive and dot-product weights agree (max diff "
-        f"{diffs['ones']:.1e}, uniform over the valid keys); with random keys they differ by up "
+        f"{diffs['ones']:.1e}, uniform over the valid keys to {uniform_error:.1e}); with random keys they differ by up "
         f"to {diffs['random']:.2f}. The bilinear score qᵀWk takes queries of width 20 and keys "
         f"of width 2 with two matmuls (equal to the explicit sum to {bil_err:.1e}), masked keys "
         f"get weight {masked_mass:.1f}. The vector-sum score wᵀ(q+k): five very different "
         f"queries give the same weights to {vs_spread:.1e}, because wᵀq is a constant per row "
-        "and softmax is shift-invariant: the score cannot attend by query."
+        "and softmax is shift-invariant: the score cannot attend by query. Cost, counted (d = "
+        f"hidden = {cost['d']}, n queries and n keys, n = {cost['sizes']}): additive attention "
+        "runs " + "/".join(f"{r:.1f}" for r in cost["ratio"]) + "x the operations of dot-product "
+        "attention (" + "/".join(f"{r:.1f}" for r in cost["ratio_flops"]) + "x its FLOPs; it "
+        "also writes an n x n x hidden tensor through the tanh); measured forward time, for "
+        "illustration: "
+        + "/".join(
+            f"{a / b:.1f}" for a, b in zip(cost["seconds"]["additive"], cost["seconds"]["dot"])
+        )
+        + "x."
     )
     figs = {"additive_vs_dot": fig, "bilinear": fig_b, "vector_sum": fig_v}
     return TopicResult("scoring", finding, v, figs)
+
+
+def _score_cost(small: bool) -> dict:
+    """Operations (counted) and seconds (measured) of additive and dot-product attention
+    for n queries and n keys of width d, additive hidden width d (the same n, d)."""
+    from attnkit.attention import AdditiveAttention, DotProductAttention
+    from attnkit.tour.cost import count_ops
+
+    d = 64
+    sizes = [8, 32, 128] if small else [8, 32, 128, 512]
+    clock = (1, 0.001) if small else (3, 0.005)  # repeats, seconds: an illustration only
+    torch.manual_seed(0)
+    layers = {"dot": DotProductAttention().eval(),
+              "additive": AdditiveAttention(key_size=d, query_size=d, num_hiddens=d).eval()}  # fmt: skip
+    counts = {k: {"flops": [], "elementwise": []} for k in layers}
+    seconds: dict[str, list[float]] = {k: [] for k in layers}
+    for n in sizes:
+        X = torch.randn(1, n, d)
+        for name, layer in layers.items():
+            c = count_ops(lambda layer=layer, X=X: layer(X, X, X))
+            counts[name]["flops"].append(c.flops)
+            counts[name]["elementwise"].append(c.elementwise)
+            with torch.no_grad():
+                seconds[name].append(timed(lambda layer=layer, X=X: layer(X, X, X), *clock))
+    total = {k: [f + e for f, e in zip(c["flops"], c["elementwise"])] for k, c in counts.items()}
+    return {
+        "d": d,
+        "sizes": sizes,
+        "counts": counts,
+        "ratio": [a / b for a, b in zip(total["additive"], total["dot"])],
+        "ratio_flops": [a / b for a, b in zip(counts["additive"]["flops"], counts["dot"]["flops"])],
+        "seconds": seconds,
+    }
 
 
 def softmax_jacobian_norm(scores):
