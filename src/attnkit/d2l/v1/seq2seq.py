@@ -23,12 +23,12 @@ from attnkit._validate import non_negative_int, positive_int
 from attnkit.d2l.utils import show_list_len_pair_hist as _show_list_len_pair_hist
 from attnkit.d2l.v1.base import Classifier, DataModule
 from attnkit.d2l.v1.rnn import GRU
-from attnkit.d2l.v1.text import Vocab
+from attnkit.d2l.v1.text import Vocab, check_split_sizes
 from attnkit.data import hub as _hub
 from attnkit.data import translation as _nmt
 from attnkit.inference.decoding import greedy_decode
 from attnkit.metrics import bleu as _bleu
-from attnkit.models.seq2seq import Decoder, Encoder
+from attnkit.models.seq2seq import Decoder, Encoder, xavier_init_weights
 from attnkit.training.optim import learning_rate
 
 __all__ = [
@@ -70,10 +70,7 @@ class MTFraEng(DataModule):
 
     def __init__(self, batch_size, num_steps=9, num_train=512, num_val=128, *, root="../data"):
         super().__init__(root=root)
-        positive_int("batch_size", batch_size)
-        positive_int("num_steps", num_steps)
-        positive_int("num_train", num_train)
-        non_negative_int("num_val", num_val)
+        check_split_sizes(batch_size, num_steps, num_train, num_val)
         self.batch_size, self.num_steps = batch_size, num_steps
         self.num_train, self.num_val = num_train, num_val
         self.arrays, self.src_vocab, self.tgt_vocab = self._build_arrays(self._download())
@@ -96,16 +93,10 @@ class MTFraEng(DataModule):
         return _nmt.preprocess_nmt(text)
 
     def _tokenize(self, text, max_examples=None):
-        """(src, tgt) token lists, each ending with ``<eos>``; lines 0..max_examples."""
-        src, tgt = [], []
-        for i, line in enumerate(text.split("\n")):
-            if max_examples and i > max_examples:
-                break
-            parts = line.split("\t")
-            if len(parts) == 2:
-                src.append([t for t in f"{parts[0]} <eos>".split(" ") if t])
-                tgt.append([t for t in f"{parts[1]} <eos>".split(" ") if t])
-        return src, tgt
+        """(src, tgt) token lists, each ending with ``<eos>``; lines 0..max_examples
+        (0.17's ``tokenize_nmt`` with 1.0's changes: empty tokens dropped, ``<eos>`` added)."""
+        pairs = _nmt.tokenize_nmt(text, max_examples)
+        return tuple([[t for t in tokens if t] + ["<eos>"] for tokens in side] for side in pairs)
 
     def _build_arrays(self, raw_text, src_vocab=None, tgt_vocab=None):
         def _build_array(sentences, vocab, is_tgt=False):
@@ -253,13 +244,8 @@ class EncoderDecoder(Classifier):
 
 def init_seq2seq(module):
     """Xavier-uniform weights of ``nn.Linear`` and ``nn.GRU`` (exact types, as the book:
-    a lazy layer not yet materialised is left as it is)."""
-    if type(module) is nn.Linear:
-        nn.init.xavier_uniform_(module.weight)
-    if type(module) is nn.GRU:
-        for param in module._flat_weights_names:
-            if "weight" in param:
-                nn.init.xavier_uniform_(module._parameters[param])
+    a lazy layer not yet materialised is left as it is): the core's initialization."""
+    xavier_init_weights(module)
 
 
 class Seq2SeqEncoder(Encoder):

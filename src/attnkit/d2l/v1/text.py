@@ -98,6 +98,15 @@ def timemachine_path(root) -> Path:
         ) from e
 
 
+def check_split_sizes(batch_size, num_steps, num_train, num_val) -> None:
+    """The sizes every 1.0 dataset takes: positive batch_size, num_steps and num_train;
+    num_val >= 0 (TypeError/ValueError naming the argument)."""
+    positive_int("batch_size", batch_size)
+    positive_int("num_steps", num_steps)
+    positive_int("num_train", num_train)
+    non_negative_int("num_val", num_val)
+
+
 class TimeMachine(DataModule):
     """``TimeMachine(batch_size, num_steps, num_train=10000, num_val=5000)``.
 
@@ -109,10 +118,7 @@ class TimeMachine(DataModule):
 
     def __init__(self, batch_size, num_steps, num_train=10000, num_val=5000, *, root="../data"):
         super().__init__(root=root)
-        positive_int("batch_size", batch_size)
-        positive_int("num_steps", num_steps)
-        positive_int("num_train", num_train)
-        non_negative_int("num_val", num_val)
+        check_split_sizes(batch_size, num_steps, num_train, num_val)
         self.batch_size, self.num_steps = batch_size, num_steps
         self.num_train, self.num_val = num_train, num_val
         corpus, self.vocab = self.build(self._download())
