@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         hist = train_lm(model, loader, num_epochs=a.epochs, lr=1.0, optimizer="sgd", clip=1.0)
         wall = time.perf_counter() - start
-        sample = generate(model, vocab, "time traveller", 50)
+        sample = generate(model, "time traveller", vocab=vocab, max_new_tokens=50)
         kind = ("scratch " if a.scratch else "torch.nn ") + cell.upper()
         rows.append(
             [

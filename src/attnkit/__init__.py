@@ -32,10 +32,12 @@ from attnkit.data.translation import TranslationBatch, TranslationData, load_tra
 from attnkit.inference.attention_maps import AttentionMaps, attention_maps, plot_attention_maps
 from attnkit.inference.beam_search import BeamHypothesis, BeamSearch
 from attnkit.inference.decoding import DecodeResult, greedy_decode, translate
-from attnkit.inference.generation import generate
-from attnkit.inference.loading import load_model
+from attnkit.inference.generation import generate, generate_ids
+from attnkit.inference.loading import load_lm_checkpoint, load_model
+from attnkit.inference.sampling import next_token_probs
 from attnkit.metrics import bleu, corpus_bleu, corpus_chrf, perplexity
-from attnkit.models.registry import available_archs, build_model, register_arch
+from attnkit.models.decoder_lm import DecoderLM, DecoderLMConfig
+from attnkit.models.registry import LMConfig, available_archs, build_model, register_arch
 from attnkit.models.rnn import RNNLM, ScratchRNN, build_lm
 from attnkit.models.seq2seq import (
     Decoder,
@@ -80,10 +82,13 @@ __all__ = [
     "DatasetUnavailableError",
     "DecodeResult",
     "Decoder",
+    "DecoderLM",
+    "DecoderLMConfig",
     "DotProductAttention",
     "Encoder",
     "EncoderDecoder",
     "KVCache",
+    "LMConfig",
     "LMDataLoader",
     "MultiHeadAttention",
     "NWKernelRegression",
@@ -116,15 +121,18 @@ __all__ = [
     "count_corpus",
     "download",
     "generate",
+    "generate_ids",
     "generate_pairs",
     "greedy_decode",
     "key_padded_attention",
     "lengths_to_mask",
     "load_corpus",
+    "load_lm_checkpoint",
     "load_lm_data",
     "load_model",
     "load_translation_data",
     "masked_softmax",
+    "next_token_probs",
     "perplexity",
     "plot_attention_maps",
     "plot_curves",

@@ -9,6 +9,7 @@ import pytest
 
 from attnkit.cli import build_parser
 from attnkit.cli.config_flags import describe, given_flags
+from attnkit.models.decoder_lm import DecoderLMConfig
 from attnkit.models.registry import LMConfig
 from attnkit.training.lm import LMTrainConfig
 from attnkit.training.recipes import DEFAULTS, flag_of, resolve
@@ -32,6 +33,7 @@ def _documented(cls):
     [
         ("translate", TrainConfig, "train__"),
         ("lm", LMConfig, "model__"),
+        ("lm", DecoderLMConfig, "model__"),
         ("lm", LMTrainConfig, "train__"),
     ],
 )
@@ -42,6 +44,9 @@ def test_every_documented_field_is_a_flag_whose_help_is_its_doc(verb, cls, prefi
     for f in fields:
         action = train._option_string_actions[flag_of(f)]
         assert action.dest == prefix + f.name and action.default is None
+        if cls is DecoderLMConfig and f.name == "num_layers":  # --layers: the RNN's flag too
+            assert action.help.startswith("stacked layers (RNN) or blocks (Transformer)")
+            continue
         assert action.help.startswith(f.metadata["help"]), f.name
     train.format_help()  # every help text renders (no stray %)
 
@@ -62,6 +67,10 @@ def test_help_shows_the_commands_defaults_and_the_flag_spellings():
     assert lm["--layers"].dest == "model__num_layers"
     assert lm["--cell"].choices == ("rnn", "gru", "lstm")
     assert lm["--epochs"].help.endswith(f"(default {DEFAULTS['lm'].train['epochs']})")
+    # the Transformer's flags show its recipe's defaults
+    assert lm["--d-model"].help == "model width D (default 128)"
+    assert lm["--positions"].choices == ("sinusoidal", "learned", "rope", "alibi", "none")
+    assert lm["--kv-heads"].dest == "model__num_kv_heads" and lm["--context"].type is int
 
 
 def test_flags_not_given_are_none_and_given_ones_are_kept_at_any_value():

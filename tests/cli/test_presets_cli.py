@@ -11,14 +11,14 @@ import attnkit.cli
 from attnkit.cli import main
 
 SMALL_LM = ["--hiddens", "8", "--batch-size", "4", "--num-steps", "8", "--max-tokens", "1500",
-            "--num-preds", "5", "--no-progress", "--threads", "1", "--epochs", "1"]  # fmt: skip
+            "--sample-tokens", "5", "--no-progress", "--threads", "1", "--epochs", "1"]  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("argv", "names"),
     [
         (["translate", "train", "--arch", "transformer"], "['base', 'book', 'demo', 'small']"),
-        (["lm", "train"], "['book']"),
+        (["lm", "train"], "['book', 'transformer']"),
     ],
 )
 def test_an_unknown_preset_is_an_error_naming_the_known_ones(tmp_path, capsys, argv, names):

@@ -13,12 +13,8 @@ from hypothesis import strategies as st
 
 from attnkit.attention import POSITIONS
 from attnkit.data.text import Vocab
-from attnkit.inference.generation import (
-    PromptCutWarning,
-    generate,
-    generate_ids,
-    next_token_probs,
-)
+from attnkit.inference.generation import PromptCutWarning, generate, generate_ids
+from attnkit.inference.sampling import next_token_probs
 from attnkit.models.decoder_lm import DecoderLMConfig
 from attnkit.models.rnn import build_lm
 
@@ -96,8 +92,10 @@ def test_recurrent_models_batch_the_same_way(cell):
     prompts = ["time traveller", "a", "matter to"]
     batched = generate(model, prompts, vocab=VOCAB, max_new_tokens=8)
     assert batched == [generate(model, p, vocab=VOCAB, max_new_tokens=8) for p in prompts]
-    # the earlier form (the book's predict_ch8) gives the same text
-    assert generate(model, VOCAB, "matter to", 8) == batched[2]
+    # the book's predict_ch8 is this generation, one prompt
+    from attnkit.d2l import predict_ch8
+
+    assert predict_ch8("matter to", 8, model, VOCAB, "cpu") == batched[2]
 
 
 def test_a_seed_repeats_a_sample_and_the_sample_follows_the_distribution():

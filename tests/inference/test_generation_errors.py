@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from attnkit.data.text import Vocab
-from attnkit.inference.generation import generate, generate_ids, next_token_probs
+from attnkit.inference.generation import generate, generate_ids
+from attnkit.inference.sampling import next_token_probs
 from attnkit.models.decoder_lm import DecoderLMConfig
 from attnkit.models.rnn import build_lm
 
@@ -68,8 +69,10 @@ def test_id_prompts_and_the_call_itself(model):
         generate_ids(model, torch.zeros(2, 3), max_new_tokens=2)
     with pytest.raises(ValueError, match=r"prompts\[0\] token must be a non-negative int, got -1"):
         generate_ids(model, [-1, 2], max_new_tokens=2)
-    with pytest.raises(TypeError, match="takes its options by keyword, got 1 more positional"):
+    with pytest.raises(TypeError, match="takes 2 positional arguments but 3 positional"):
         generate(model, "the", 5, vocab=VOCAB)
+    with pytest.raises(TypeError, match="takes 2 positional arguments but 4 were given"):
+        generate(model, VOCAB, "the", 5)  # the book's order is predict_ch8's, not generate's
     with pytest.raises(TypeError, match=r"model must be a DecoderLM .* or a recurrent LM"):
         generate_ids(torch.nn.Linear(2, 2), [[1]], max_new_tokens=1)
     assert generate_ids(model, torch.tensor([1, 2]), max_new_tokens=1)[0][0] >= 0  # one (P,)

@@ -55,3 +55,29 @@ def test_the_layout_before_the_format_is_refused_with_what_to_do(tmp_path):
 def test_a_folder_without_config_says_what_it_needs(tmp_path):
     with pytest.raises(FileNotFoundError, match="written by `attnkit lm train --out DIR`"):
         load_lm_checkpoint(tmp_path)
+
+
+def test_either_arch_rebuilds_from_its_config_and_rnn_is_the_default(tmp_path):
+    from attnkit.models.decoder_lm import DecoderLM, DecoderLMConfig
+
+    _lm(tmp_path / "rnn")  # a config.json without "arch": an RNN's, as before the Transformer
+    assert "arch" not in json.loads((tmp_path / "rnn" / "config.json").read_text())
+    assert type(load_lm_checkpoint(tmp_path / "rnn")[0]).__name__ == "RNNLM"
+    vocab = Vocab(list("the time machine"))
+    torch.manual_seed(0)
+    config = DecoderLMConfig(d_model=8, num_heads=2, num_kv_heads=1, num_layers=1,
+                             ffn_hidden=16, positions="alibi")  # fmt: skip
+    model = config.build(len(vocab))
+    record = {"arch": "transformer", **model.config.to_dict(), "token": "char"}
+    save_lm_checkpoint(tmp_path / "tf", model, vocab, record)
+    loaded, _, saved = load_lm_checkpoint(tmp_path / "tf")
+    assert isinstance(loaded, DecoderLM) and loaded.config == model.config
+    ids = torch.tensor([[1, 2, 3, 4]])
+    torch.testing.assert_close(loaded(ids), model.eval()(ids), rtol=0, atol=0)
+    with pytest.raises(ValueError, match=r"config lacks the model keys \['vocab_size', 'd_model'"):
+        save_lm_checkpoint(tmp_path / "x", model, vocab, {"arch": "transformer"})
+    with pytest.raises(ValueError, match="arch must be one of 'rnn', 'transformer', got 'tcn'"):
+        save_lm_checkpoint(tmp_path / "x", model, vocab, {"arch": "tcn"})
+    (tmp_path / "tf" / "config.json").write_text(json.dumps({**saved, "arch": "cnn"}))
+    with pytest.raises(ValueError, match="arch must be one of 'rnn', 'transformer', got 'cnn'"):
+        load_lm_checkpoint(tmp_path / "tf")

@@ -19,7 +19,7 @@ from attnkit.training.lm import LMTask
 
 # ~46 batches per epoch: fast, and long enough to stop in the middle of one
 SMALL = ["--hiddens", "16", "--batch-size", "4", "--num-steps", "8", "--max-tokens", "1500"]
-SMALL += ["--num-preds", "5", "--no-progress", "--threads", "1", "--seed", "3"]
+SMALL += ["--sample-tokens", "5", "--no-progress", "--threads", "1", "--seed", "3"]
 
 
 @pytest.fixture(autouse=True)
@@ -165,7 +165,7 @@ def test_a_used_folder_needs_resume_or_overwrite(tmp_path, capsys):
     (run / "config.json").write_text(json.dumps({**old, "scratch": False, "epochs": 1}))
     assert _train(run, 2, "--resume") == 1
     assert "train the model again with `attnkit lm train --out DIR`" in capsys.readouterr().err
-    assert main(["lm", "generate", "--checkpoint", str(run), "--num-preds", "3"]) == 1
+    assert main(["lm", "generate", "--checkpoint", str(run), "--prompt", "the"]) == 1
     assert "train the model again with `attnkit lm train --out DIR`" in capsys.readouterr().err
     # --resume into an empty folder starts a new run
     assert _train(tmp_path / "new", 1, "--resume") == 0

@@ -138,38 +138,38 @@ def test_generation_greedy_and_sampled(data, cell):
     torch.manual_seed(0)
     _, vocab = data
     model = build_lm(cell, len(vocab), 16, num_layers=2, bidirectional=(cell == "lstm"))
-    greedy = generate(model, vocab, "time traveller", 20)
+    greedy = generate(model, "time traveller", vocab=vocab, max_new_tokens=20)
     with torch.no_grad():
         assert greedy == _book_predict("time traveller", 20, model, vocab)
-    s1 = generate(
-        model, vocab, "time", 30, temperature=1.0, generator=torch.Generator().manual_seed(5)
-    )
-    s2 = generate(
-        model, vocab, "time", 30, temperature=1.0, generator=torch.Generator().manual_seed(5)
-    )
+    sampled = {"vocab": vocab, "max_new_tokens": 30, "temperature": 1.0}
+    s1 = generate(model, "time", generator=torch.Generator().manual_seed(5), **sampled)
+    s2 = generate(model, "time", seed=5, **sampled)
     assert s1 == s2 and s1.startswith("time")
     assert (
         len(s1.replace("<unk>", "?")) == 34
     )  # 30 sampled tokens (an untrained model may pick <unk>)
     assert set(s1.replace("<unk>", "")) <= set(vocab.idx_to_token)
-    hot = generate(model, vocab, "time", 30, temperature=1e-4, generator=torch.Generator())
-    assert hot == generate(model, vocab, "time", 30)  # tiny temperature -> greedy
+    cold = {"temperature": 1e-4, "generator": torch.Generator()}
+    hot = generate(model, "time", vocab=vocab, max_new_tokens=30, **cold)
+    assert hot == generate(model, "time", vocab=vocab, max_new_tokens=30)  # tiny T -> greedy
 
 
 def test_generation_bad_input(data):
     _, vocab = data
     model = build_lm("gru", len(vocab), 8)
     with pytest.raises(
-        ValueError, match=r"prefix 'Time!' has tokens outside the vocabulary: \['!', 'T'\]"
+        ValueError, match=r"prompt 'Time!' has tokens outside the vocabulary: \['!', 'T'\]"
     ):
-        generate(model, vocab, "Time!", 5)
-    assert generate(model, vocab, "Time!", 0, unknown="unk") == "Time!"
-    with pytest.raises(ValueError, match="prefix must contain at least one char token, got ''"):
-        generate(model, vocab, "", 5)
+        generate(model, "Time!", vocab=vocab, max_new_tokens=5)
+    assert generate(model, "Time!", vocab=vocab, max_new_tokens=0, unknown="unk") == "Time!"
+    with pytest.raises(ValueError, match="prompt must contain at least one char token, got ''"):
+        generate(model, "", vocab=vocab, max_new_tokens=5)
     with pytest.raises(ValueError, match=r"temperature must be >= 0 \(0 = greedy\), got -1"):
-        generate(model, vocab, "time", 5, temperature=-1)
-    with pytest.raises(ValueError, match="num_preds must be a non-negative int, got -2"):
-        generate(model, vocab, "time", -2)
+        generate(model, "time", vocab=vocab, max_new_tokens=5, temperature=-1)
+    with pytest.raises(ValueError, match="max_new_tokens must be a non-negative int, got -2"):
+        generate(model, "time", vocab=vocab, max_new_tokens=-2)
+    with pytest.raises(TypeError):  # one calling convention: the prompts, then keywords
+        generate(model, vocab, "time", 5)
     with pytest.raises(ValueError, match="optimizer must be one of 'adam', 'sgd', got 'rmsprop'"):
         make_optimizer(model, "rmsprop", 0.1)
     with pytest.raises(ValueError, match="num_epochs must be a positive int, got 0"):
@@ -213,7 +213,7 @@ def test_cli_train_then_generate(tmp_path, capsys):
     out = tmp_path / "run"
     argv = ["lm", "train", "--cell", "lstm", "--scratch", "--data", str(data), "--epochs", "3"]
     argv += ["--hiddens", "16", "--batch-size", "4", "--num-steps", "8", "--optimizer", "adam"]
-    argv += ["--out", str(out), "--no-progress", "--num-preds", "10"]
+    argv += ["--out", str(out), "--no-progress", "--sample-tokens", "10"]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "scratch LSTM" in printed and "perplexity" in printed
@@ -225,10 +225,12 @@ def test_cli_train_then_generate(tmp_path, capsys):
     assert len(cfg["history"]["train_loss"]) == 3 and cfg["vocab"]["idx_to_token"][0] == "<unk>"
     assert {"model", "trainer"} == set(cfg["files"]) == set(cfg["sha256"])
     assert (out / "samples.txt").read_text().count("time traveller") == 2
-    assert main(["lm", "generate", "--checkpoint", str(out), "--prefix", "Time Traveller!"]) == 0
+    assert main(["lm", "generate", "--checkpoint", str(out), "--prompt", "Time Traveller!"]) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith("time traveller") and len(captured.out.strip()) == 14 + 50
-    assert "prefix normalized like the corpus" in captured.err
+    assert "prompt normalized like the corpus: 'Time Traveller!' -> 'time traveller'" in (
+        captured.err
+    )
 
 
 def test_cli_errors(tmp_path, capsys):
@@ -239,5 +241,50 @@ def test_cli_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["lm", "train", "--cell", "tcn"])
     assert "invalid choice: 'tcn'" in capsys.readouterr().err
-    assert main(["lm", "generate", "--checkpoint", str(tmp_path)]) == 1
+    assert main(["lm", "generate", "--checkpoint", str(tmp_path), "--prompt", "the"]) == 1
     assert "must be a folder written by" in capsys.readouterr().err
+
+
+class UniformWindowLM(nn.Module):
+    """A model without a state (batch-major logits (B, T, V), as a Transformer's)."""
+
+    def __init__(self, V: int) -> None:
+        super().__init__()
+        self.V, self.w = V, nn.Parameter(torch.zeros(()))
+
+    def forward(self, X):
+        return torch.zeros(*X.shape, self.V) + 0 * self.w
+
+
+@pytest.mark.parametrize("kind", ["recurrent", "windows"])
+def test_both_kinds_train_and_validate_on_the_engine(data, kind):
+    from attnkit.training.engine import Engine, EngineConfig
+    from attnkit.training.lm import LMTask
+
+    corpus, vocab = data
+    V = len(vocab)
+    model = UniformLM(V) if kind == "recurrent" else UniformWindowLM(V)
+    task = LMTask(LMDataLoader(corpus[:300], 4, 7, seed=0), val_data=torch.tensor(corpus[300:]),
+                  val_steps=7, val_batch_size=5)  # fmt: skip
+    config = EngineConfig(epochs=2, seed=None, progress=False, log_every=0)
+    history = Engine(model, task, config).fit()
+    assert perplexity(history["train_loss"][-1]) == pytest.approx(V, rel=1e-5)
+    assert history["val_perplexity"] == pytest.approx([V, V], rel=1e-5)
+    assert history["val_loss"] == pytest.approx([math.log(V)] * 2, rel=1e-5)
+    with pytest.raises(ValueError, match="val_data holds 5 tokens: the validation needs"):
+        LMTask([], val_data=torch.arange(5), val_steps=7)
+
+
+def test_a_transformer_lm_trains_with_train_lm(data):
+    from attnkit.models.decoder_lm import DecoderLMConfig
+
+    torch.manual_seed(0)
+    corpus, vocab = data
+    config = DecoderLMConfig(d_model=32, num_heads=4, num_layers=2, ffn_hidden=64, dropout=0.0,
+                             context_length=16, positions="rope")  # fmt: skip
+    model = config.build(len(vocab))
+    loader = LMDataLoader(corpus, 8, 16, use_random_iter=True, seed=0)
+    hist = train_lm(model, loader, num_epochs=40, lr=0.01, optimizer="adam", progress=False)
+    assert hist.perplexity[0] > 8 and hist.perplexity[-1] < hist.perplexity[0] / 3
+    out = generate(model, "the time", vocab=vocab, max_new_tokens=20)
+    assert out.startswith("the time traveller")  # the one sentence of the corpus, learned

@@ -11,6 +11,7 @@ from attnkit.models.transformer import TransformerConfig
 from attnkit.training.lm import LMTrainConfig
 from attnkit.training.recipes import (
     DEFAULTS,
+    LM_DEFAULTS,
     PRESETS,
     RECIPES,
     Recipe,
@@ -48,7 +49,9 @@ def _lm_checkpoint():
 
 def test_every_preset_is_a_validated_recipe_of_its_task():
     assert set(RECIPES["translate"]) == {"book", "small", "base", "demo"}
-    assert set(RECIPES["lm"]) == {"book"} and DEFAULTS["lm"] is RECIPES["lm"]["book"]
+    assert set(RECIPES["lm"]) == {"book", "transformer"}
+    assert DEFAULTS["lm"] is LM_DEFAULTS["rnn"] is RECIPES["lm"]["book"]
+    assert LM_DEFAULTS["transformer"] is RECIPES["lm"]["transformer"]
     for task, recipes in RECIPES.items():
         for name, recipe in recipes.items():
             assert isinstance(recipe, Recipe) and (recipe.task, recipe.name) == (task, name)
@@ -190,7 +193,9 @@ def test_unknown_or_foreign_presets_are_refused():
         match=r"unknown preset 'huge'; expected one of \['base', 'book', 'demo', 'small'\]",
     ):
         resolve("translate", arch=TF, preset="huge")
-    with pytest.raises(ValueError, match=r"unknown preset 'base'; expected one of \['book'\]"):
+    with pytest.raises(
+        ValueError, match=r"unknown preset 'base'; expected one of \['book', 'transformer'\]"
+    ):
         resolve("lm", preset="base")
     with pytest.raises(ValueError, match="unknown preset 'huge'"):
         get_recipe("translate", "huge")
@@ -242,7 +247,8 @@ def test_the_base_recipe_decays_to_its_budget_or_falls_back():
         ({"data": {"tokenizer": "bpe"}}, ValueError, "recipe 'r': data.tokenizer must be one of"),
         ({"task": "lm"}, TypeError, "recipe 'r': model must be a LMConfig, got NoneType"),
         ({"task": "lm", "model": LMConfig(), "train": {"seed": 1.5}}, TypeError, "LMTrainConfig.seed must be an int"),
-        ({"task": "lm", "model": LMConfig(), "arch": TF}, ValueError, "arch is for translators"),
+        ({"task": "lm", "model": LMConfig(), "arch": TF}, TypeError, "model must be a DecoderLMConfig, got LMConfig"),
+        ({"task": "lm", "model": LMConfig(), "arch": "seq2seq"}, ValueError, "arch must be one of 'rnn', 'transformer'"),
         ({"task": "lm", "model": LMConfig(), "data": {"batch_size": 0}}, ValueError, "data.batch_size must be a positive int"),
     ],
 )  # fmt: skip

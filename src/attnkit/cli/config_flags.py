@@ -14,7 +14,7 @@ import argparse
 import dataclasses
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 __all__ = ["add_config_flags", "describe", "given_flags"]
@@ -34,18 +34,20 @@ def add_config_flags(
     *,
     prefix: str,
     defaults: Mapping[str, Any] | None = None,
+    skip: Collection[str] = (),
 ) -> list[str]:
     """Add a flag for each documented field of dataclass ``cls`` to ``group``; its value
     lands in ``args.<prefix><field>`` (None when not given). ``defaults``: the command's
-    default of a field where it is not the field's own (shown in the help). Returns the
-    flags added."""
+    default of a field where it is not the field's own (shown in the help). ``skip``:
+    fields left out (a flag another config's field of the same name already made).
+    Returns the flags added."""
     from attnkit.training.recipes import flag_of
 
     hints = typing.get_type_hints(cls)
     added = []
     for f in dataclasses.fields(cls):
         flag = flag_of(f)
-        if "help" not in f.metadata or flag is None:
+        if "help" not in f.metadata or flag is None or f.name in skip:
             continue
         typ = _scalar(hints[f.name])
         default = (defaults or {}).get(f.name, f.default)

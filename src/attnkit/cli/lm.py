@@ -1,17 +1,23 @@
-"""``attnkit lm``: train recurrent language models (the book's chapter 8) and sample from them.
+"""``attnkit lm``: train language models (the book's RNNs of chapter 8, or the decoder-only
+Transformer) and sample from them.
 
 ``attnkit lm train --cell gru --data timemachine.txt --epochs 500 --lr 1`` reproduces the
 book's runs (batch 32, 35 steps, 256 hiddens, max 10000 tokens, SGD, clipping at 1);
 without ``--data`` it trains on the corpus every Python ships (``pydoc_data.topics``).
-``attnkit lm generate --checkpoint DIR --prefix "time traveller"`` samples from the result.
-A checkpoint is saved after every epoch and on Ctrl-C/SIGTERM (after the current step);
-``attnkit lm train --resume --out DIR`` continues it (model and data options not given
-are read from the checkpoint; given ones must match it).
+``attnkit lm train --arch transformer`` trains the Transformer LM of the ``transformer``
+recipe (``--positions``, ``--kv-heads``, ``--context`` ...); ``--tokenizer sentencepiece``
+trains on SentencePiece pieces of the raw text instead of the book's letters.
+``attnkit lm generate --checkpoint DIR --prompt "time traveller"`` samples from the result
+(``attnkit.cli.lm_generate``). A checkpoint is saved after every epoch and on
+Ctrl-C/SIGTERM (after the current step); ``attnkit lm train --resume --out DIR`` continues
+it (model and data options not given are read from the checkpoint; given ones must match
+it).
 
-The model flags are ``LMConfig``'s fields, the training flags ``LMTrainConfig``'s (their
-help is the fields' documentation); settings resolve in
-``attnkit.training.recipes.resolve``: the ``book`` recipe's defaults < ``--preset`` < the
-checkpoint of ``--resume`` < the flags given.
+The model flags are ``LMConfig``'s and ``DecoderLMConfig``'s fields (``--layers`` is both
+archs'), the training flags ``LMTrainConfig``'s (their help is the fields'
+documentation); settings resolve in ``attnkit.training.recipes.resolve``: the arch's
+recipe (``book`` or ``transformer``) < ``--preset`` < the checkpoint of ``--resume`` < the
+flags given.
 """
 
 from __future__ import annotations
@@ -25,55 +31,51 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["register", "run_generate", "run_train"]
+__all__ = ["register", "run_train"]
 
-DEFAULT_PREFIXES = ("time traveller", "traveller")
+DEFAULT_PROMPTS = ("time traveller", "traveller")
 
 
 def register(sub) -> None:
     from attnkit.cli.config_flags import add_config_flags
-    from attnkit.models.registry import LMConfig
+    from attnkit.cli.lm_generate import register_generate
+    from attnkit.models.decoder_lm import DecoderLMConfig
+    from attnkit.models.registry import LM_ARCHS, LMConfig
     from attnkit.training.lm import LMTrainConfig
-    from attnkit.training.recipes import DEFAULTS, RECIPES
+    from attnkit.training.recipes import LM_DEFAULTS, RECIPES
 
-    defaults = DEFAULTS["lm"]
-    data_default = defaults.data
-    p = sub.add_parser("lm", help="recurrent language models (RNN, GRU, LSTM): train, generate")
+    book, tf = LM_DEFAULTS["rnn"], LM_DEFAULTS["transformer"]
+    p = sub.add_parser("lm", help="language models (RNN, GRU, LSTM, Transformer): train, generate")
     verbs = p.add_subparsers(dest="lm_command", metavar="VERB")
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
-    t = verbs.add_parser("train", help="train a character (or word) language model")
+    t = verbs.add_parser("train", help="train a character, word or subword language model")
     # every setting defaults to None: a new run fills in the recipe's, --resume the
     # checkpoint's (and refuses model/data options that differ from them)
+    t.add_argument("--arch", choices=list(LM_ARCHS), default=None,
+                   help="rnn: the book's recurrent LMs (default); transformer: the "
+                   "decoder-only Transformer")  # fmt: skip
     t.add_argument(
         "--preset",
         metavar="NAME",
         help=f"a named recipe (attnkit.training.recipes): {', '.join(RECIPES['lm'])}; "
-        f"default {defaults.name}; flags override it",
+        f"default: {book.name} for --arch rnn, {tf.name} for --arch transformer; flags "
+        "override it",
     )
-    model = t.add_argument_group("model (fields of LMConfig)")
-    add_config_flags(model, LMConfig, prefix="model__", defaults=dataclasses.asdict(defaults.model))
-    data = t.add_argument_group("data")
-    src = data.add_mutually_exclusive_group()
-    src.add_argument("--data", metavar="FILE", help="a local text file (e.g. timemachine.txt)")
-    src.add_argument(
-        "--dataset",
-        choices=["builtin", "time_machine"],
-        default=None,
-        help="builtin: Python's pydoc topics, offline (default); time_machine: download",
+    model = t.add_argument_group(
+        f"model, --arch rnn (fields of LMConfig; --layers is both archs': default "
+        f"{book.model.num_layers} for rnn, {tf.model.num_layers} for transformer)"
     )
-    data.add_argument("--token", choices=["char", "word"], default=None,
-                      help=f"default {data_default['token']}")  # fmt: skip
-    data.add_argument("--max-tokens", type=int, default=None,
-                      help=f"-1 for all (default {data_default['max_tokens']})")  # fmt: skip
-    data.add_argument("--batch-size", type=int, default=None,
-                      help=f"the global batch (default {data_default['batch_size']})")  # fmt: skip
-    data.add_argument("--num-steps", type=int, default=None,
-                      help=f"time steps per batch (default {data_default['num_steps']})")  # fmt: skip
-    data.add_argument("--random-iter", action="store_true", default=None,
-                      help="random sampling, not sequential")  # fmt: skip
-    train = t.add_argument_group("training (fields of LMTrainConfig)")
-    add_config_flags(train, LMTrainConfig, prefix="train__", defaults=defaults.train)
+    add_config_flags(model, LMConfig, prefix="model__", defaults=dataclasses.asdict(book.model))
+    model = t.add_argument_group("model, --arch transformer (fields of DecoderLMConfig)")
+    add_config_flags(model, DecoderLMConfig, prefix="model__", skip={"num_layers"},
+                     defaults=dataclasses.asdict(tf.model))  # fmt: skip
+    _data_flags(t.add_argument_group("data"), book.data, tf.data)
+    train = t.add_argument_group(
+        "training (fields of LMTrainConfig; the defaults shown are --arch rnn's, --arch "
+        f"transformer's are its recipe's: {', '.join(f'{k}={v}' for k, v in tf.train.items())})"
+    )
+    add_config_flags(train, LMTrainConfig, prefix="train__", defaults=book.train)
     t.add_argument("--device", default="cpu", help="cpu, cuda, cuda:0 ... (default cpu)")
     t.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     t.add_argument("--out", default="runs/lm", help="checkpoint folder (default runs/lm)")
@@ -84,7 +86,9 @@ def register(sub) -> None:
         "until --epochs",
     )
     t.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --out")
-    t.add_argument("--num-preds", type=int, default=50)
+    t.add_argument("--sample-tokens", type=int, default=50, metavar="N",
+                   help="tokens of each sample written to samples.txt after training "
+                   "(default 50)")  # fmt: skip
     t.add_argument(
         "--nproc",
         type=int,
@@ -95,31 +99,49 @@ def register(sub) -> None:
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--debug", action="store_true", help="show tracebacks")
     t.set_defaults(func=run_train)
+    register_generate(verbs)
 
-    g = verbs.add_parser("generate", help="continue a prefix with a trained model")
-    g.add_argument("--checkpoint", required=True, metavar="DIR", help="folder from `lm train`")
-    g.add_argument("--prefix", default="time traveller")
-    g.add_argument("--num-preds", type=int, default=50)
-    g.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
-    g.add_argument("--seed", type=int, default=0, help="for temperature sampling")
-    g.add_argument("--device", default="cpu")
-    g.add_argument("--debug", action="store_true", help="show tracebacks")
-    g.set_defaults(func=run_generate)
+
+def _data_flags(data, book: dict, tf: dict) -> None:
+    src = data.add_mutually_exclusive_group()
+    src.add_argument(
+        "--data", metavar="FILE", help="a local UTF-8 text file (e.g. timemachine.txt)"
+    )
+    src.add_argument(
+        "--dataset",
+        choices=["builtin", "time_machine"],
+        default=None,
+        help="builtin: Python's pydoc topics, offline (default); time_machine: download",
+    )
+    data.add_argument("--tokenizer", choices=["book", "sentencepiece"], default=None,
+                      help="book: the book's letters and spaces, as --token characters or "
+                      "words (default); sentencepiece: subword pieces of the raw text, "
+                      "trained on it")  # fmt: skip
+    data.add_argument("--token", choices=["char", "word"], default=None,
+                      help=f"with --tokenizer book (default {book['token']})")  # fmt: skip
+    data.add_argument("--vocab-size", type=int, default=None, metavar="N",
+                      help="SentencePiece pieces, with --tokenizer sentencepiece "
+                      f"(default {book['subword_vocab']})")  # fmt: skip
+    data.add_argument("--max-tokens", type=int, default=None,
+                      help=f"-1 for all (default {book['max_tokens']} for rnn, "
+                      f"{tf['max_tokens']} for transformer)")  # fmt: skip
+    data.add_argument("--batch-size", type=int, default=None,
+                      help=f"the global batch (default {book['batch_size']} for rnn, "
+                      f"{tf['batch_size']} for transformer)")  # fmt: skip
+    data.add_argument("--num-steps", type=int, default=None,
+                      help=f"time steps per batch (default {book['num_steps']} for rnn, "
+                      "the --context for transformer)")  # fmt: skip
+    data.add_argument("--random-iter", action="store_true", default=None,
+                      help="random sampling, not sequential (transformer: the default)")  # fmt: skip
+    data.add_argument("--val-fraction", type=float, default=None, metavar="F",
+                      help="the last F of the corpus held out for the validation perplexity "
+                      f"(default {book['val_fraction']} for rnn, {tf['val_fraction']} for "
+                      "transformer)")  # fmt: skip
 
 
 def _positive(flag: str, value: int) -> None:
     if value <= 0:
         raise ValueError(f"{flag} must be positive, got {value}")
-
-
-def _prepare_prefix(prefix: str) -> str:
-    """Normalize the prefix as the corpus was (letters, lowercase); say so if it changed."""
-    from attnkit.data.lm import normalize_line
-
-    norm = normalize_line(prefix)
-    if norm != prefix:
-        print(f"prefix normalized like the corpus: {prefix!r} -> {norm!r}", file=sys.stderr)
-    return norm
 
 
 def _checkpoint_config(out: Path) -> dict | None:
@@ -134,9 +156,18 @@ def _checkpoint_config(out: Path) -> dict | None:
     return config if isinstance(config, dict) else {}
 
 
+def _kind(config: dict) -> str:
+    """What a checkpoint's config.json holds, for messages."""
+    if config.get("task") != "lm" and "cell" not in config:
+        return "not a language model"
+    arch = config.get("cell") if config.get("arch", "rnn") == "rnn" else config.get("arch")
+    done = config.get("epochs_done", config.get("epochs"))
+    return f"{arch} language model, epoch {done} of {config.get('epochs')}"
+
+
 def _resolve(a: argparse.Namespace):
-    """The run's settings (``Resolved``): the recipe's, the checkpoint's with --resume, the
-    flags given.
+    """The run's settings (``Resolved``) and the checkpoint's config it resumes (or None):
+    the recipe's, the checkpoint's with --resume, the flags given.
 
     Refuses to train into a used folder without --resume/--overwrite and, with --resume,
     a checkpoint it cannot continue (model/data options that differ from it are refused
@@ -151,21 +182,15 @@ def _resolve(a: argparse.Namespace):
         raise ValueError("--resume and --overwrite exclude each other: continue or replace")
     previous = _checkpoint_config(out)
     if previous is not None and not (a.resume or a.overwrite):
-        what = (
-            f"{previous.get('cell')} language model, epoch "
-            f"{previous.get('epochs_done', previous.get('epochs'))} of {previous.get('epochs')}"
-            if "cell" in previous
-            else "not a language model"
-        )
         raise ValueError(
-            f"{out} already holds a checkpoint ({what}); pass --resume to continue it, "
-            "--overwrite to replace it, or --out for a new folder"
+            f"{out} already holds a checkpoint ({_kind(previous)}); pass --resume to continue "
+            "it, --overwrite to replace it, or --out for a new folder"
         )
     if not a.resume or previous is None:
         if a.resume and os.environ.get("RANK", "0") == "0":
             print(f"note: no checkpoint in {out} yet; starting a new run", file=sys.stderr)
         previous = None
-    elif "cell" not in previous:
+    elif _kind(previous) == "not a language model":
         raise ValueError(
             f"{out} holds a translation checkpoint, not a language model from `attnkit lm train`"
         )
@@ -177,9 +202,13 @@ def _resolve(a: argparse.Namespace):
             "cannot be resumed. Pass --overwrite to replace it, or --out for a new folder"
         )
     data = {"source": a.data or a.dataset, "token": a.token, "max_tokens": a.max_tokens,
-            "batch_size": a.batch_size, "num_steps": a.num_steps, "use_random_iter": a.random_iter}  # fmt: skip
+            "batch_size": a.batch_size, "num_steps": a.num_steps, "use_random_iter": a.random_iter,
+            "val_fraction": a.val_fraction, "tokenizer": a.tokenizer, "subword_vocab": a.vocab_size}  # fmt: skip
     flags = {"model": given_flags(a, "model__"), "train": given_flags(a, "train__"), "data": data}
-    return resolve("lm", preset=a.preset, checkpoint=previous, flags=flags, where=str(out))
+    resolved = resolve(
+        "lm", arch=a.arch, preset=a.preset, checkpoint=previous, flags=flags, where=str(out)
+    )
+    return resolved, previous
 
 
 def run_train(a: argparse.Namespace) -> int:
@@ -187,11 +216,13 @@ def run_train(a: argparse.Namespace) -> int:
 
     sizes = {"--layers": a.model__num_layers, "--hiddens": a.model__num_hiddens,
              "--batch-size": a.batch_size, "--num-steps": a.num_steps,
-             "--epochs": a.train__epochs, "--num-preds": a.num_preds}  # fmt: skip
+             "--epochs": a.train__epochs}  # fmt: skip
     for flag, value in sizes.items():  # the given ones: before looking at --out
         if value is not None:
             _positive(flag, value)
-    resolved = _resolve(a)
+    if a.sample_tokens < 0:
+        raise ValueError(f"--sample-tokens must be >= 0, got {a.sample_tokens}")
+    resolved, previous = _resolve(a)
     batch_size = resolved.data["batch_size"]
     _, world, _ = distributed.world_from_env()
     if a.nproc is not None:
@@ -207,66 +238,96 @@ def run_train(a: argparse.Namespace) -> int:
         return distributed.launch(processes, distributed.without_nproc(a.argv))
     rank, world = distributed.init_from_env(a.device)
     try:
-        return _train(a, resolved, rank, world)
+        return _train(a, resolved, previous, rank, world)
     finally:
         distributed.cleanup()
 
 
-def _train(a: argparse.Namespace, resolved, rank: int, world: int) -> int:
-    import matplotlib.pyplot as plt
+def _corpus(d, out: Path, previous: dict | None):
+    """The corpus as token ids, its vocabulary and its SentencePiece tokenizer (None for
+    the book's characters or words); a resumed subword run reads its tokenizer back."""
+    from attnkit.data.lm import load_corpus, read_corpus_lines
+    from attnkit.data.lm_subword import LMSubwordTokenizer, read_raw_lines
+    from attnkit.inference.loading import load_lm_tokenizer
 
-    from attnkit.checkpoint import atomic_write
+    if d["tokenizer"] != "sentencepiece":
+        corpus, vocab = load_corpus(read_corpus_lines(d["source"]), d["token"], d["max_tokens"])
+        return corpus, vocab, None
+    lines = read_raw_lines(d["source"])
+    if previous is not None:
+        tokenizer = load_lm_tokenizer(out, previous)
+    else:
+        tokenizer = LMSubwordTokenizer.train(lines, vocab_size=d["subword_vocab"])
+    corpus = tokenizer.encode_lines(lines)
+    if d["max_tokens"] > 0:
+        corpus = corpus[: d["max_tokens"]]
+    return corpus, tokenizer.vocab, tokenizer
+
+
+def _run_config(arch: str, model, resolved, world: int, tokenizer) -> dict:
+    """What config.json records of the run: "arch", the model's config fields, the data
+    and training settings (``LMTask.checkpoint_config`` adds the vocabulary)."""
+    m, c, d = resolved.model, resolved.train, resolved.data
+    fields = model.config.to_dict() if arch == "transformer" else dataclasses.asdict(m)
+    data = {
+        "token": d["token"], "tokenizer": d["tokenizer"],
+        "preprocess": "none" if tokenizer is not None else "letters-lowercase",
+        "data": str(d["source"]), "max_tokens": d["max_tokens"],
+        "batch_size": d["batch_size"], "num_steps": d["num_steps"],
+        "use_random_iter": d["use_random_iter"], "val_fraction": d["val_fraction"],
+    }  # fmt: skip
+    if tokenizer is not None:
+        data["subword_vocab"], data["tokenizer_model"] = d["subword_vocab"], tokenizer.meta()
+    train = {k: getattr(c, k) for k in ("epochs", "optimizer", "lr", "clip", "seed", "schedule",
+                                        "warmup_steps", "precision", "time_budget_s")}  # fmt: skip
+    return {"arch": arch, **fields, **data, **train, "processes": world}
+
+
+def _describe_model(arch: str, model, m) -> str:
+    params = sum(p.numel() for p in model.parameters())
+    if arch == "transformer":
+        return (
+            f"Transformer LM: {m.num_layers} block(s), d_model {m.d_model}, {m.num_heads} heads "
+            f"({model.config.kv_heads} key/value), FFN {m.ffn_hidden}, {m.positions} positions, "
+            f"context {m.context_length}, {params:,} parameters"
+        )
+    kind = ("scratch " if m.scratch else "torch.nn ") + m.cell.upper()
+    bidirectional = ", bidirectional" if m.bidirectional else ""
+    return f"{kind}: {m.num_layers} layer(s){bidirectional}, {m.num_hiddens} hiddens"
+
+
+def _train(a: argparse.Namespace, resolved, previous, rank: int, world: int) -> int:
     from attnkit.cli.config_flags import describe
-    from attnkit.data.lm import load_lm_data
-    from attnkit.inference.generation import generate
+    from attnkit.data.lm import LMDataLoader
     from attnkit.metrics import perplexity
     from attnkit.training.engine import Engine
     from attnkit.training.lm import LMHistory, LMTask
-    from attnkit.viz import plot_curves
 
     say = print if rank == 0 else (lambda *args, **kwargs: None)
     if a.threads:
         torch.set_num_threads(a.threads)
-    m, c, d = resolved.model, resolved.train, resolved.data  # model, training, data
+    arch, m, c, d = resolved.arch, resolved.model, resolved.train, resolved.data
     source, out = d["source"], Path(a.out)
     say(f"settings: {describe(resolved)}")
     torch.manual_seed(c.seed)
-    loader, vocab = load_lm_data(
-        d["batch_size"],
-        d["num_steps"],
-        source,
-        token=d["token"],
-        max_tokens=d["max_tokens"],
-        use_random_iter=d["use_random_iter"],
-        seed=c.seed,
-        rank=rank,
-        world_size=world,
-    )
+    corpus, vocab, tokenizer = _corpus(d, out, previous)
+    held = int(len(corpus) * d["val_fraction"])  # the last tokens: the validation split
+    train_ids, val_ids = corpus[: len(corpus) - held], (corpus[len(corpus) - held :] or None)
+    loader = LMDataLoader(
+        train_ids, d["batch_size"], d["num_steps"], d["use_random_iter"], seed=c.seed,
+        rank=rank, world_size=world,
+    )  # fmt: skip
     device = torch.device(a.device)
     model = m.build(len(vocab)).to(device)
-    run_config = {
-        "cell": m.cell,
-        "scratch": m.scratch,
-        "reset_after": m.reset_after,
-        "num_hiddens": m.num_hiddens,
-        "num_layers": m.num_layers,
-        "bidirectional": m.bidirectional,
-        "token": d["token"],
-        "preprocess": "letters-lowercase",
-        "data": str(source),
-        "max_tokens": d["max_tokens"],
-        "batch_size": d["batch_size"],
-        "num_steps": d["num_steps"],
-        "use_random_iter": d["use_random_iter"],
-        "epochs": c.epochs,
-        "optimizer": c.optimizer,
-        "lr": c.lr,
-        "clip": c.clip,
-        "seed": c.seed,
-        "processes": world,
-    }
+    if tokenizer is not None and rank == 0:
+        tokenizer.save(out)  # beside config.json (its sha256 goes into it)
+    run_config = _run_config(arch, model, resolved, world, tokenizer)
     config = c.engine_config(out_dir=str(out), device=a.device, progress=not a.no_progress)
-    task = LMTask(loader, use_random_iter=d["use_random_iter"], vocab=vocab, run_config=run_config)
+    task = LMTask(
+        loader, use_random_iter=d["use_random_iter"], vocab=vocab, run_config=run_config,
+        val_data=None if val_ids is None else torch.tensor(val_ids),
+        val_steps=d["num_steps"], val_batch_size=d["batch_size"],
+    )  # fmt: skip
     engine = Engine(model, task, config)
     if a.resume and (out / "config.json").is_file():
         engine.resume()
@@ -278,73 +339,69 @@ def _train(a: argparse.Namespace, resolved, rank: int, world: int) -> int:
                 "(pass a larger --epochs to train on)"
             )
             return 0
-    kind = ("scratch " if m.scratch else "torch.nn ") + m.cell.upper()
     if world > 1:
         say(f"distributed: {world} processes; --batch-size {d['batch_size']} is global")
+    unit = "subword" if tokenizer is not None else d["token"]
+    split = f" ({held} held out for validation)" if held else ""
     say(
-        f"{kind}: {m.num_layers} layer(s){', bidirectional' if m.bidirectional else ''}, "
-        f"{m.num_hiddens} hiddens, vocab {len(vocab)}, corpus {len(loader.corpus)} "
-        f"{d['token']} tokens from {source}; {c.optimizer} lr {c.lr}, clip {c.clip}, "
-        f"{c.epochs} epochs"
+        f"{_describe_model(arch, model, m)}, vocab {len(vocab)}, corpus {len(corpus)} {unit} "
+        f"tokens{split} from {source}; {c.optimizer} lr {c.lr}, clip {c.clip}, {c.epochs} epochs"
     )
     if a.resume and engine.step:
         at = f", batch {engine.batch_in_epoch} of epoch {engine.epoch + 1}"
         say(f"resuming {out} after epoch {engine.epoch}{at if engine.batch_in_epoch else ''}")
     history = LMHistory.from_engine(engine.fit())  # TrainingInterrupted: saved, exit 130
     ppl = perplexity(engine.history["train_loss"][-1])
+    val = engine.history.get("val_perplexity", [])
+    said = f", validation perplexity {val[-1]:.2f}" if val else ""
     speed = sum(history.tokens_per_sec) / len(history.tokens_per_sec)
-    say(f"perplexity {ppl:.2f}, {speed:.1f} tokens/sec on {device}, {history.seconds:.1f} s")
+    say(f"perplexity {ppl:.2f}{said}, {speed:.1f} tokens/sec on {device}, {history.seconds:.1f} s")
     if rank != 0:  # rank 0 alone writes the checkpoint, the plot and the samples
         return 0
-
     # the checkpoint (config.json with the vocabulary and history, weights, trainer
     # state) was written after the last epoch
-    fig = plot_curves(
-        {"train": history.perplexity},
-        ylabel="perplexity",
-        title=f"{kind} on {Path(str(source)).name}",
-    )
+    _plot(out, history.perplexity, val, f"{_describe_model(arch, model, m).split(':')[0]} on "
+          f"{Path(str(source)).name}")  # fmt: skip
+    _write_samples(a, out, model, vocab, tokenizer, d, c.seed)
+    print(f"wrote {out}/config.json, model and trainer state, perplexity.png, samples.txt")
+    return 0
+
+
+def _plot(out: Path, train: list[float], val: list[float], title: str) -> None:
+    import matplotlib.pyplot as plt
+
+    from attnkit.checkpoint import atomic_write
+    from attnkit.viz import plot_curves
+
+    curves = {"train": train, **({"validation": val} if len(val) == len(train) else {})}
+    fig = plot_curves(curves, ylabel="perplexity", title=title)
     atomic_write(out / "perplexity.png", lambda tmp: fig.savefig(tmp, format="png", dpi=120))
     plt.close(fig)  # written: do not keep it open in this process
+
+
+def _write_samples(a, out: Path, model, vocab, tokenizer, d, seed: int) -> None:
+    """Greedy and sampled (temperature 0.8) continuations of a few prompts: samples.txt."""
+    from attnkit.checkpoint import atomic_write
+    from attnkit.data.lm_subword import read_raw_lines
+    from attnkit.inference.generation import generate
+
+    context = getattr(model, "context_length", None)  # a Transformer's prompts fit in it
+    if tokenizer is not None:  # the text's first pieces
+        first = next((line for line in read_raw_lines(d["source"]) if line.strip()), "The")
+        first = tokenizer.decode(tokenizer.encode(first)[: min(4, (context or 8) // 2 or 1)])
+        prompts, codec = [first], {"tokenizer": tokenizer}
+    else:
+        prompts = list(DEFAULT_PROMPTS) if d["token"] == "char" else ["the"]
+        prompts = [p[-context:] for p in prompts] if context else prompts
+        codec = {"vocab": vocab, "token": d["token"], "unknown": "unk"}
+    n = a.sample_tokens
+    greedy = generate(model, prompts, max_new_tokens=n, **codec)
+    sampled = generate(model, prompts, max_new_tokens=n, temperature=0.8, seed=seed, **codec)
     samples = []
-    prefixes = DEFAULT_PREFIXES if d["token"] == "char" else ("the",)
-    gen = torch.Generator().manual_seed(c.seed)
-    for prefix in prefixes:
-        text = generate(model, vocab, prefix, a.num_preds, token=d["token"], unknown="unk")
-        samples.append(f"greedy          | {text}")
-        text = generate(
-            model, vocab, prefix, a.num_preds, temperature=0.8, generator=gen, token=d["token"],
-            unknown="unk",
-        )  # fmt: skip
-        samples.append(f"temperature 0.8 | {text}")
+    for g, s in zip(greedy, sampled, strict=True):
+        samples += [f"greedy          | {g}", f"temperature 0.8 | {s}"]
     atomic_write(
         out / "samples.txt",
         lambda tmp: Path(tmp).write_text("\n".join(samples) + "\n", encoding="utf-8"),
     )
     print("\n".join(samples))
-    print(f"wrote {out}/config.json, model and trainer state, perplexity.png, samples.txt")
-    return 0
-
-
-def run_generate(a: argparse.Namespace) -> int:
-    from attnkit.inference.generation import generate
-    from attnkit.inference.loading import load_lm_checkpoint
-
-    if a.num_preds < 0:
-        raise ValueError(f"--num-preds must be >= 0, got {a.num_preds}")
-    model, vocab, config = load_lm_checkpoint(a.checkpoint, a.device)
-    token = config.get("token", "char")
-    prefix = _prepare_prefix(a.prefix)
-    gen = torch.Generator().manual_seed(a.seed)
-    text = generate(
-        model,
-        vocab,
-        prefix,
-        a.num_preds,
-        temperature=a.temperature,
-        generator=gen,
-        token=token,
-        device=a.device,
-    )
-    print(text)
-    return 0

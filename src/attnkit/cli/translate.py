@@ -62,7 +62,9 @@ def register(sub) -> None:
 
     presets = "; ".join(f"{n} (--arch {r.arch})" for n, r in RECIPES["translate"].items())
 
-    p = sub.add_parser("translate", help="English -> French translation: train, eval, run, average, export")
+    p = sub.add_parser(
+        "translate", help="English -> French translation: train, eval, run, average, export"
+    )
     verbs = p.add_subparsers(dest="translate_command", metavar="VERB")
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 

@@ -87,4 +87,4 @@ class RNNModel(_rnn.RNNLM):
 
 def predict_ch8(prefix, num_preds, net, vocab, device):
     """Greedy continuation of ``prefix`` (unknown prefix characters raise ValueError)."""
-    return _generate(net, vocab, prefix, num_preds, device=device)
+    return _generate(net, prefix, vocab=vocab, max_new_tokens=num_preds, device=device)

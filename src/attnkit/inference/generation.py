@@ -7,12 +7,8 @@ Shape legend: B prompts, P the longest prompt (tokens), V vocabulary.
              temperature=0.8, top_k=20, top_p=0.9, seed=0, stream=on_piece)  # sampled
     generate_ids(model, [[3, 5, 9], [4]], max_new_tokens=20)                  # ids in, ids out
 
-- **Greedy** (``temperature=0``, the default; the book's ``predict_ch8``) takes the argmax.
-  **Sampling** (``temperature > 0``) draws from ``softmax(logits / temperature)`` restricted
-  to the ``top_k`` most likely tokens and then to the nucleus: the smallest set of most
-  likely tokens whose mass is >= ``top_p`` (Holtzman et al., 2019), renormalized
-  (``next_token_probs``). ``seed`` gives a ``torch.Generator`` of its own; draws are made
-  on the CPU, so a seed gives the same sample on any device (for the same logits).
+- **Greedy** (``temperature=0``, the default; the book's ``predict_ch8``) or **sampled**
+  (``temperature``, ``top_k``, ``top_p``, ``seed``): ``attnkit.inference.sampling``.
 - **Batches**: prompts of different lengths are **left-padded** to one length P, so every
   row's next token lands in the same column. A Transformer masks the padding and counts
   each row's positions from its own first token (``DecoderLM``'s ``key_mask``); an RNN
@@ -27,9 +23,6 @@ Shape legend: B prompts, P the longest prompt (tokens), V vocabulary.
 - **Streaming**: ``stream(row, piece)`` is called with each new token's text (``generate``)
   or id (``generate_ids``) as soon as it is chosen: ``stream=lambda _, s: print(s, end="",
   flush=True)`` prints a single prompt's continuation as it comes.
-
-The earlier form ``generate(model, vocab, prefix, num_preds, ...)`` (one prefix, returns
-its text) still works.
 """
 
 from __future__ import annotations
@@ -41,9 +34,10 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor, nn
 
-from attnkit._validate import non_negative_int, one_of, optional, positive_int, real
+from attnkit._validate import non_negative_int, one_of
 from attnkit.attention.positional import EXTRAPOLATING
 from attnkit.data.text import Vocab
+from attnkit.inference.sampling import token_picker
 
 __all__ = [
     "PromptCutWarning",
@@ -52,7 +46,6 @@ __all__ = [
     "generate",
     "generate_ids",
     "model_device",
-    "next_token_probs",
 ]
 
 
@@ -153,68 +146,6 @@ class _TokenizerCodec:
 
     def continued(self, text: str, new_ids: Sequence[int], prompt_ids: Sequence[int]) -> str:
         return self.decode([*prompt_ids, *new_ids])
-
-
-# ----------------------------------------------------------------------------- sampling
-
-
-def next_token_probs(
-    logits: Tensor,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
-) -> Tensor:
-    """The distribution a sampled next token is drawn from.
-
-    Args:
-        logits: next-token scores.
-        temperature: > 0; the scores are divided by it.
-        top_k: keep the k highest scores (ties with the k-th kept too); None: all.
-        top_p: then keep the nucleus, the smallest set of most likely tokens whose mass
-            is >= top_p, in (0, 1]; None or 1: all.
-
-    Shape:
-        logits (..., V); returns (..., V).
-
-    Returns:
-        float32 probabilities, exactly 0 outside the kept tokens, summing to 1.
-    """
-    temperature = real("temperature", temperature, above=0.0)
-    top_k = optional(positive_int, "top_k", top_k)
-    top_p = _top_p(top_p)
-    scores = logits.float() / temperature  # (..., V)
-    if top_k is not None and top_k < scores.shape[-1]:
-        kth = scores.topk(top_k, dim=-1).values[..., -1:]  # (..., 1)
-        scores = scores.masked_fill(scores < kth, float("-inf"))
-    probs = torch.softmax(scores, dim=-1)  # (..., V)
-    if top_p is not None and top_p < 1.0:
-        sorted_p, order = probs.sort(dim=-1, descending=True, stable=True)
-        mass_before = sorted_p.cumsum(-1) - sorted_p  # mass of the more likely tokens
-        mass_before[..., 0] = 0.0
-        keep = torch.zeros_like(probs, dtype=torch.bool)
-        keep.scatter_(-1, order, mass_before < top_p)  # (..., V): the nucleus
-        probs = probs.masked_fill(~keep, 0.0)
-        probs = probs / probs.sum(-1, keepdim=True)
-    return probs
-
-
-def _top_p(top_p: float | None) -> float | None:
-    return optional(
-        real, "top_p", top_p, above=0.0, at_most=1.0,
-        expected="a number in (0, 1] (the nucleus: the smallest set with mass >= top_p)",
-    )  # fmt: skip
-
-
-def _picker(temperature: float, top_k, top_p, generator) -> Callable[[Tensor], Tensor]:
-    """logits (B, V) -> next ids (B,) on the CPU: the argmax, or a draw."""
-
-    def pick(logits: Tensor) -> Tensor:
-        if temperature == 0:
-            return logits.argmax(dim=-1).cpu()
-        probs = next_token_probs(logits, temperature, top_k, top_p).cpu()  # (B, V)
-        return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
-
-    return pick
 
 
 # ----------------------------------------------------------------------------- the loops
@@ -341,7 +272,7 @@ def generate_ids(
     """
     rows = _id_rows(prompts)
     max_new_tokens = non_negative_int("max_new_tokens", max_new_tokens)
-    pick = _sampler(temperature, top_k, top_p, seed, generator)
+    pick = token_picker(temperature, top_k, top_p, seed, generator)
     if stream is not None and not callable(stream):
         raise TypeError(f"stream must be callable or None, got {type(stream).__name__}")
     rows = _fit_context(model, rows)
@@ -373,48 +304,7 @@ def generate_ids(
     return out
 
 
-def generate(model, prompts, *args, **kwargs):
-    """Continue text prompts with a language model; returns each prompt and its continuation.
-
-    ``generate(model, prompts, *, max_new_tokens, vocab=None, tokenizer=None,
-    token="char", unknown="error", temperature=0.0, top_k=None, top_p=None, seed=None,
-    generator=None, device=None, stream=None, use_cache=True)``
-
-    Args:
-        model: a ``DecoderLM`` or a recurrent LM (see ``generate_ids``).
-        prompts: one prompt (a str) or several (a list of str), batched together.
-        max_new_tokens: tokens to add to each prompt.
-        vocab, token, unknown: the ``Vocab`` of a character (``token="char"``) or word
-            ("word") model; prompt tokens outside it are an error (``unknown="unk"``:
-            mapped to ``<unk>``). Or ``tokenizer``: any object with ``encode(text) -> ids``
-            and ``decode(ids) -> text`` (a subword model's).
-        temperature, top_k, top_p, seed, generator, device, use_cache: as
-            ``generate_ids``.
-        stream: called as ``stream(row, text)`` with each new token's text as it comes.
-
-    Returns:
-        The prompt followed by its continuation (a str for a str prompt, else a list).
-
-    Raises:
-        TypeError, ValueError: an empty prompt, unknown tokens, temperature < 0, top_p
-        outside (0, 1], top_k < 1, a prompt longer than a Transformer's context with
-        sinusoidal or learned positions.
-
-    The earlier form ``generate(model, vocab, prefix, num_preds=50, *, temperature=0.0,
-    device=None, generator=None, token="char", unknown="error")`` returns the prefix and
-    ``num_preds`` predicted tokens (the book's ``predict_ch8``).
-    """
-    if isinstance(prompts, Vocab):  # the earlier form: generate(model, vocab, prefix, ...)
-        return _generate_prefix(model, prompts, *args, **kwargs)
-    if args:
-        raise TypeError(
-            "generate(model, prompts, *, max_new_tokens, vocab=... or tokenizer=..., ...) "
-            f"takes its options by keyword, got {len(args)} more positional argument(s)"
-        )
-    return _generate_text(model, prompts, **kwargs)
-
-
-def _generate_text(
+def generate(
     model,
     prompts: str | Sequence[str],
     *,
@@ -426,6 +316,28 @@ def _generate_text(
     stream: Callable[[int, str], Any] | None = None,
     **options: Any,
 ):
+    """Continue text prompts with a language model; returns each prompt and its continuation.
+
+    Args:
+        model: a ``DecoderLM`` or a recurrent LM (see ``generate_ids``).
+        prompts: one prompt (a str) or several (a list of str), batched together.
+        max_new_tokens: tokens to add to each prompt.
+        vocab, token, unknown: the ``Vocab`` of a character (``token="char"``) or word
+            ("word") model; prompt tokens outside it are an error (``unknown="unk"``:
+            mapped to ``<unk>``). Or ``tokenizer``: any object with ``encode(text) -> ids``
+            and ``decode(ids) -> text`` (a subword model's).
+        stream: called as ``stream(row, text)`` with each new token's text as it comes.
+        options: ``temperature``, ``top_k``, ``top_p``, ``seed``, ``generator``,
+            ``device``, ``use_cache``: as ``generate_ids``.
+
+    Returns:
+        The prompt followed by its continuation (a str for a str prompt, else a list).
+
+    Raises:
+        TypeError, ValueError: an empty prompt, unknown tokens, temperature < 0, top_p
+        outside (0, 1], top_k < 1, a prompt longer than a Transformer's context with
+        sinusoidal or learned positions.
+    """
     single = isinstance(prompts, str)
     texts = [prompts] if single else prompts
     if not isinstance(texts, Sequence) or not texts:
@@ -459,29 +371,6 @@ def _generate_text(
     return out[0] if single else out
 
 
-def _generate_prefix(
-    model,
-    vocab: Vocab,
-    prefix: str,
-    num_preds: int = 50,
-    *,
-    temperature: float = 0.0,
-    device: torch.device | str | None = None,
-    generator: torch.Generator | None = None,
-    token: str = "char",
-    unknown: str = "error",
-) -> str:
-    """The earlier form: warm up on ``prefix``, predict ``num_preds`` tokens, return both."""
-    num_preds = non_negative_int("num_preds", num_preds)
-    codec = VocabCodec(vocab, token, unknown)
-    ids = codec.encode(prefix, "prefix")
-    new = generate_ids(
-        model, [ids], max_new_tokens=num_preds, temperature=temperature, generator=generator,
-        device=device,
-    )[0]  # fmt: skip
-    return codec.continued(prefix, new)
-
-
 def _id_rows(prompts) -> list[list[int]]:
     """One prompt or several, as lists of ints; empty prompts refused."""
     if isinstance(prompts, Tensor):
@@ -500,20 +389,6 @@ def _id_rows(prompts) -> list[list[int]]:
             raise ValueError(f"prompts[{i}] is empty: a prompt needs at least one token")
         out.append([non_negative_int(f"prompts[{i}] token", t) for t in row])
     return out
-
-
-def _sampler(temperature, top_k, top_p, seed, generator):
-    temperature = real("temperature", temperature, at_least=0.0, expected=">= 0 (0 = greedy)")
-    top_k = optional(positive_int, "top_k", top_k)
-    top_p = _top_p(top_p)
-    seed = optional(non_negative_int, "seed", seed)
-    if seed is not None and generator is not None:
-        raise ValueError("give seed or generator, not both")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    if seed is not None:
-        generator = torch.Generator().manual_seed(seed)
-    return _picker(temperature, top_k, top_p, generator)
 
 
 def _fit_context(model, rows: list[list[int]]) -> list[list[int]]:

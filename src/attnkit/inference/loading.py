@@ -2,13 +2,15 @@
 
 ``load_model(dir)`` rebuilds a translator (``attnkit translate train``, ``attnkit demo``)
 through the model registry; ``load_lm_checkpoint(dir)`` a language model (``attnkit lm
-train``). Both read the one checkpoint format (``attnkit.checkpoint``), check the files'
-sha256, load with ``weights_only`` and return the model in eval mode.
+train``) of either arch: its config.json's "arch" ("rnn" when absent, as in checkpoints
+written before the Transformer LM) names the config class (``models.registry.LM_ARCHS``).
+Both read the one checkpoint format (``attnkit.checkpoint``), check the files' sha256,
+load with ``weights_only`` and return the model in eval mode. ``load_lm_tokenizer`` gives
+a subword language model's tokenizer.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -16,14 +18,15 @@ from typing import Any
 import torch
 
 from attnkit.checkpoint import CONFIG_NAME, load_checkpoint, load_model_state
+from attnkit.data.lm_subword import LMSubwordTokenizer
 from attnkit.data.text import Vocab
-from attnkit.models.registry import LMConfig, build_model
-from attnkit.models.rnn import RNNLM
+from attnkit.models.registry import build_model, lm_arch, lm_config, lm_model_keys
 
-__all__ = ["MODEL_KEYS", "load_lm_checkpoint", "load_model"]
+__all__ = ["MODEL_KEYS", "load_lm_checkpoint", "load_lm_tokenizer", "load_model"]
 
-# the language-model config keys that define the model (the rest is informational)
-MODEL_KEYS = tuple(field.name for field in dataclasses.fields(LMConfig))
+# the config keys that define a recurrent language model (the rest is informational);
+# a Transformer LM's: lm_model_keys("transformer")
+MODEL_KEYS = lm_model_keys("rnn")
 
 
 def load_model(directory: str | os.PathLike, device: str | torch.device = "cpu"):
@@ -55,7 +58,7 @@ def load_model(directory: str | os.PathLike, device: str | torch.device = "cpu")
 
 def load_lm_checkpoint(
     directory: str | os.PathLike, device: torch.device | str = "cpu"
-) -> tuple[RNNLM, Vocab, dict[str, Any]]:
+) -> tuple[Any, Vocab, dict[str, Any]]:
     """Rebuild the model of an ``attnkit lm train`` checkpoint and load its weights.
 
     Args:
@@ -63,8 +66,9 @@ def load_lm_checkpoint(
         device: where the model goes.
 
     Returns:
-        ``(model, vocab, config)``: the model in eval mode on ``device``, its vocabulary,
-        and the parsed ``config.json``.
+        ``(model, vocab, config)``: the model (an ``RNNLM`` or a ``DecoderLM``) in eval
+        mode on ``device``, its vocabulary (a subword model's: its pieces), and the parsed
+        ``config.json``.
 
     Raises:
         FileNotFoundError: no ``config.json`` in ``directory``.
@@ -80,10 +84,23 @@ def load_lm_checkpoint(
         )
     ck = load_checkpoint(directory, map_location=device, trainer=False, task="lm")
     config = ck.config
-    missing = [k for k in (*MODEL_KEYS, "vocab") if k not in config]
+    arch = lm_arch(config)
+    keys = lm_model_keys(arch)
+    missing = [k for k in (*keys, "vocab") if k not in config]
     if missing:
         raise ValueError(f"checkpoint {directory} lacks {missing} in {CONFIG_NAME}")
     vocab = Vocab.from_dict(config["vocab"])
-    model = LMConfig.from_dict(config).build(len(vocab))
+    model = lm_config(arch, {k: config[k] for k in keys}).build(len(vocab))
     load_model_state(model, ck.model_state, directory)
     return model.to(device).eval(), vocab, config
+
+
+def load_lm_tokenizer(
+    directory: str | os.PathLike, config: dict[str, Any]
+) -> LMSubwordTokenizer | None:
+    """The SentencePiece tokenizer of a language-model checkpoint trained with
+    ``--tokenizer sentencepiece`` (its file beside config.json, sha256-checked), or None
+    for a character or word model (their vocabulary is the checkpoint's "vocab")."""
+    if config.get("tokenizer", "book") != "sentencepiece":
+        return None
+    return LMSubwordTokenizer.load(directory, config.get("tokenizer_model"))

@@ -9,9 +9,11 @@ validates itself in ``__post_init__``)::
 The CLI and checkpoints only ever go through here, so a newly registered
 architecture works with ``attnkit translate train --arch NAME`` at once.
 
-``LMConfig`` is the same for the recurrent language models of ``attnkit lm``: what a
-model is built from (``LMConfig(...).build(vocab_size)``), recorded in its checkpoints.
-The named recipes that use these configs live in ``attnkit.training.recipes``.
+Language models (``attnkit lm``) have archs of their own, each a config dataclass that
+builds its model (``config.build(vocab_size)``) and is recorded in its checkpoints:
+``LM_ARCHS = {"rnn": LMConfig, "transformer": DecoderLMConfig}`` (``lm_config``,
+``lm_arch``). A checkpoint without an "arch" is an RNN's. The named recipes that use these
+configs live in ``attnkit.training.recipes``.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ import dataclasses
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from attnkit._validate import boolean, one_of, positive_int, probability
+from attnkit.models.decoder_lm import DecoderLMConfig
 from attnkit.models.rnn import RNNLM, build_lm
 from attnkit.models.seq2seq import (
     EncoderDecoder,
@@ -32,12 +36,16 @@ from attnkit.models.seq2seq import (
 )
 
 __all__ = [
+    "LM_ARCHS",
     "LM_CELLS",
     "LMConfig",
     "Seq2SeqConfig",
     "arch_config",
     "available_archs",
     "build_model",
+    "lm_arch",
+    "lm_config",
+    "lm_model_keys",
     "parse_config_overrides",
     "register_arch",
 ]
@@ -204,7 +212,7 @@ class LMConfig:
 
     cell: str = _doc("gru", "the recurrent cell", choices=LM_CELLS)
     num_hiddens: int = _doc(256, "hidden width", flag="--hiddens")
-    num_layers: int = _doc(1, "stacked layers", flag="--layers")
+    num_layers: int = _doc(1, "stacked layers (RNN) or blocks (Transformer)", flag="--layers")
     bidirectional: bool = _doc(False, "bidirectional layers")
     scratch: bool = _doc(False, "cells written from the equations (default: torch.nn's)")
     reset_after: bool = _doc(False, "the scratch GRU in nn.GRU's form (see docs)")
@@ -235,3 +243,32 @@ class LMConfig:
             self.cell, vocab_size, self.num_hiddens, self.num_layers, self.bidirectional,
             self.scratch, reset_after=self.reset_after,
         )  # fmt: skip
+
+
+LM_ARCHS: Mapping[str, type] = MappingProxyType({"rnn": LMConfig, "transformer": DecoderLMConfig})
+
+
+def lm_arch(config: Mapping[str, Any]) -> str:
+    """The language-model arch a checkpoint's config records ("arch"; absent: "rnn")."""
+    return one_of("arch", config.get("arch", "rnn"), LM_ARCHS)
+
+
+def lm_config(arch: str, values: Mapping[str, Any] | None = None) -> Any:
+    """The validated config of language-model ``arch`` ("rnn" or "transformer") from
+    ``values`` (its fields; unknown keys are an error, missing ones take the defaults)."""
+    cls = LM_ARCHS[one_of("arch", arch, LM_ARCHS)]
+    values = dict(values or {})
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ValueError(
+            f"unknown {cls.__name__} key(s) {unknown} for --arch {arch}; expected some of "
+            f"{sorted(names)}"
+        )
+    return cls(**values)
+
+
+def lm_model_keys(arch: str) -> tuple[str, ...]:
+    """The config keys that define a language model of ``arch`` (a checkpoint records
+    them; the rest of its config is informational)."""
+    return tuple(f.name for f in dataclasses.fields(LM_ARCHS[one_of("arch", arch, LM_ARCHS)]))

@@ -3,23 +3,29 @@
 Shape legend: B batch, T steps, V vocabulary.
 
 ``LMTask`` is the adapter: minibatches ``(X, Y)`` (B, T) from a loader such as
-``LMDataLoader``; truncated backprop through time (with sequential partitioning the
-hidden state is carried across minibatches but detached, with random sampling it is
-re-initialized); the mean cross-entropy per token. The engine adds clipping, the
-optimizer (SGD as the book, Adam, or the book's scratch ``sgd`` updater), DDP, Ctrl-C,
-checkpoints and exact resume: the loader's ``random.Random`` state at the start of the
-epoch and, mid-epoch, the carried hidden state gathered over ranks into global batch rows
-are part of the trainer state, so a resumed run sees the batches of an uninterrupted one
-with any number of processes.
+``LMDataLoader``; the mean cross-entropy per token. A recurrent model (one with
+``begin_state``) trains by truncated backprop through time (with sequential partitioning
+the hidden state is carried across minibatches but detached, with random sampling it is
+re-initialized; logits time-major (T*B, V)); a model without one (the decoder-only
+``DecoderLM``) sees each (B, T) window whole, batch-major logits (B, T, V), and carries
+nothing. The engine adds clipping, the optimizer (SGD as the book, Adam, or the book's
+scratch ``sgd`` updater), schedules, bf16, time budgets, DDP, Ctrl-C, checkpoints and exact
+resume: the loader's ``random.Random`` state at the start of the epoch and, mid-epoch, the
+carried hidden state gathered over ranks into global batch rows are part of the trainer
+state, so a resumed run sees the batches of an uninterrupted one with any number of
+processes. ``val_data`` (held-out token ids) adds the validation perplexity to every
+evaluated epoch: windows of ``val_steps`` tokens, each from a fresh state.
 
 ``train_lm``/``train_epoch`` are the function forms; ``perplexity`` is
 ``attnkit.metrics.perplexity`` (exp of the mean NLL per token). ``LMTrainConfig`` holds
-the training settings of ``attnkit lm train`` (the model's are ``models.registry.LMConfig``).
+the training settings of ``attnkit lm train`` (the model's are ``models.registry.LMConfig``
+or ``models.decoder_lm.DecoderLMConfig``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 from collections.abc import Callable, Iterable
@@ -32,15 +38,23 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 
-from attnkit._validate import integer, non_negative_number, one_of, positive_int, positive_number
+from attnkit._validate import (
+    integer,
+    non_negative_int,
+    non_negative_number,
+    one_of,
+    optional,
+    positive_int,
+    positive_number,
+)
 from attnkit.checkpoint import save_checkpoint
 from attnkit.data.text import Vocab
 from attnkit.inference.generation import model_device
-from attnkit.inference.loading import MODEL_KEYS
 from attnkit.metrics import perplexity
-from attnkit.models.rnn import RNNLM
-from attnkit.training.config import setting
+from attnkit.models.registry import lm_arch, lm_model_keys
+from attnkit.training.config import PRECISIONS, setting
 from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task, TaskContext
+from attnkit.training.optim import SCHEDULES
 
 __all__ = [
     "LM_OPTIMIZERS",
@@ -72,23 +86,50 @@ class LMTrainConfig:
     optimizer: str = setting("sgd", "the optimizer", choices=LM_OPTIMIZERS, resume="fixed")
     clip: float = setting(1.0, "gradient-norm bound (0: no clipping)")
     seed: int = setting(0, "seed of the model init, the batches and the samples", resume="fixed")
+    schedule: str = setting(
+        "constant",
+        "constant, inverse_sqrt (warm-up to lr, then 1/sqrt(step)), or linear_to_budget "
+        "(warm-up, then linear decay to 0 when --time-budget runs out)",
+        choices=SCHEDULES,
+    )
+    warmup_steps: int = setting(0, "warm-up steps of inverse_sqrt/linear_to_budget")
+    precision: str = setting(
+        "fp32", "fp32 or bf16 (autocast of each step's forward and loss)", choices=PRECISIONS
+    )
+    time_budget_s: float | None = setting(
+        None, "stop cleanly after SECONDS of training: save, evaluate, report (resumable)",
+        flag="--time-budget", metavar="SECONDS",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
-        positive_int("LMTrainConfig.epochs", self.epochs)
-        one_of("LMTrainConfig.optimizer", self.optimizer, LM_OPTIMIZERS)
+        name = "LMTrainConfig"
+        positive_int(f"{name}.epochs", self.epochs)
+        one_of(f"{name}.optimizer", self.optimizer, LM_OPTIMIZERS)
         if self.lr is None:
             object.__setattr__(self, "lr", _DEFAULT_LR[self.optimizer])
-        positive_number("LMTrainConfig.lr", self.lr)
-        non_negative_number("LMTrainConfig.clip", self.clip)
-        integer("LMTrainConfig.seed", self.seed)
+        positive_number(f"{name}.lr", self.lr)
+        non_negative_number(f"{name}.clip", self.clip)
+        integer(f"{name}.seed", self.seed)
+        one_of(f"{name}.schedule", self.schedule, SCHEDULES)
+        non_negative_int(f"{name}.warmup_steps", self.warmup_steps)
+        one_of(f"{name}.precision", self.precision, PRECISIONS)
+        optional(positive_number, f"{name}.time_budget_s", self.time_budget_s)
+        if self.schedule != "constant" and self.warmup_steps < 1:
+            raise ValueError(f"{name}.warmup_steps must be >= 1 with schedule={self.schedule!r}")
+        if self.schedule == "linear_to_budget" and self.time_budget_s is None:
+            raise ValueError(
+                f"{name}.schedule='linear_to_budget' decays to 0 when the time budget runs "
+                "out: it needs time_budget_s (--time-budget SECONDS)"
+            )
 
     def engine_config(self, **runtime: Any) -> EngineConfig:
         """The engine's config of this run (``runtime``: out_dir, device, progress ...);
         the seed is left to the caller, who seeds before building model and data."""
         return EngineConfig(
             epochs=self.epochs, lr=self.lr, clip=self.clip if self.clip > 0 else None,
-            optimizer=self.optimizer, beta2=0.999, seed=None,
-            log_every=max(1, self.epochs // 20), **runtime,
+            optimizer=self.optimizer, beta2=0.999, seed=None, schedule=self.schedule,
+            warmup_steps=self.warmup_steps, precision=self.precision,
+            time_budget_s=self.time_budget_s, log_every=max(1, self.epochs // 20), **runtime,
         )  # fmt: skip
 
 
@@ -126,6 +167,11 @@ def _module(model):
     return model.module if isinstance(model, DistributedDataParallel) else model
 
 
+def _recurrent(model) -> bool:
+    """A model that carries a state (``begin_state``): the book's RNNs, not a Transformer."""
+    return hasattr(_module(model), "begin_state")
+
+
 def _map_state(state, fn):
     if isinstance(state, tuple | list):
         return type(state)(fn(s) for s in state)
@@ -133,11 +179,14 @@ def _map_state(state, fn):
 
 
 class LMTask(Task):
-    """Truncated BPTT on ``data_iter``'s ``(X, Y)`` minibatches (see the module docstring).
+    """Next-token prediction on ``data_iter``'s ``(X, Y)`` minibatches: truncated BPTT for
+    a recurrent model, whole windows for a Transformer (see the module docstring).
 
     ``loss``: None for the token-mean cross-entropy, or the book's ``loss(y_hat, y)``
     (its mean is the objective). ``run_config`` and ``vocab``: what a checkpoint records
-    (the CLI's options).
+    (the CLI's options; ``run_config["arch"]`` names the model's, absent: "rnn").
+    ``val_data``: held-out token ids (N,), evaluated in windows of ``val_steps`` tokens,
+    ``val_batch_size`` windows at a time.
     """
 
     name = "lm"
@@ -150,12 +199,23 @@ class LMTask(Task):
         loss: Callable[[Tensor, Tensor], Tensor] | None = None,
         vocab: Vocab | None = None,
         run_config: dict[str, Any] | None = None,
+        val_data: Tensor | None = None,
+        val_steps: int = 35,
+        val_batch_size: int = 32,
     ) -> None:
         self.data_iter = data_iter
         self.use_random_iter = use_random_iter
         self.loss_fn = loss
         self.vocab = vocab
         self.run_config = dict(run_config or {})
+        self.val_steps = positive_int("val_steps", val_steps)
+        self.val_batch_size = positive_int("val_batch_size", val_batch_size)
+        self.val_data = None if val_data is None else torch.as_tensor(val_data).long()
+        if self.val_data is not None and len(self.val_data) < val_steps + 1:
+            raise ValueError(
+                f"val_data holds {len(self.val_data)} tokens: the validation needs at least "
+                f"val_steps + 1 = {val_steps + 1} (a larger --val-fraction or corpus)"
+            )
 
     def batches(self, epoch: int, rank: int, world_size: int):
         return self.data_iter  # a loader built for this rank (LMDataLoader(rank=, world_size=))
@@ -163,22 +223,62 @@ class LMTask(Task):
     def loss(self, ctx: TaskContext, batch, carry) -> StepLoss:
         X, Y = batch  # (B, T), (B, T)
         device = ctx.device
+        if not _recurrent(ctx.net):  # a Transformer: whole windows, nothing carried
+            y = Y.reshape(-1).to(device).long()  # (B*T,), batch-major like the logits
+            y_hat = ctx.net(X.to(device))  # (B, T, V)
+            y_hat = y_hat.reshape(-1, y_hat.shape[-1])  # (B*T, V)
+            return self._step_loss(y_hat, y, None)
         if carry is None or self.use_random_iter:
             state = _module(ctx.net).begin_state(batch_size=X.shape[0], device=device)
         else:
             state = detach_state(carry)
         y = Y.T.reshape(-1).to(device).long()  # (T*B,), time-major like the logits
         y_hat, state = ctx.net(X.to(device), state)  # (T*B, V)
+        return self._step_loss(y_hat, y, state)
+
+    def _step_loss(self, y_hat: Tensor, y: Tensor, carry) -> StepLoss:
         n = y.numel()
         if self.loss_fn is None:
-            return StepLoss(F.cross_entropy(y_hat, y, reduction="sum"), n, carry=state)
+            return StepLoss(F.cross_entropy(y_hat, y, reduction="sum"), n, carry=carry)
         mean = self.loss_fn(y_hat, y).mean()
-        return StepLoss(mean * n, n, carry=state)  # the objective: mean * n / n
+        return StepLoss(mean * n, n, carry=carry)  # the objective: mean * n / n
+
+    @torch.no_grad()
+    def evaluate(self, ctx: TaskContext) -> dict[str, float]:
+        """The validation loss and perplexity over ``val_data`` (every rank takes its
+        share of the windows; none without ``val_data``)."""
+        if self.val_data is None:
+            return {}
+        model, T, data = ctx.model, self.val_steps, self.val_data
+        n = (len(data) - 1) // T  # windows of T tokens
+        X, Y = data[: n * T].view(n, T), data[1 : n * T + 1].view(n, T)  # (n, T)
+        mine = torch.arange(ctx.rank, n, ctx.world_size)
+        totals = torch.zeros(2, dtype=torch.float64, device=ctx.device)  # loss sum, tokens
+        was_training = model.training
+        model.eval()
+        try:
+            for rows in mine.split(self.val_batch_size):
+                x, y = X[rows].to(ctx.device), Y[rows].to(ctx.device)  # (b, T)
+                if _recurrent(model):
+                    state = model.begin_state(batch_size=len(rows), device=ctx.device)
+                    logits, _ = model(x, state)  # (T*b, V), time-major
+                    y = y.T.reshape(-1)
+                else:
+                    logits = model(x)  # (b, T, V)
+                    logits, y = logits.reshape(-1, logits.shape[-1]), y.reshape(-1)
+                totals[0] += F.cross_entropy(logits.float(), y, reduction="sum")
+                totals[1] += y.numel()
+        finally:
+            model.train(was_training)
+        ctx.all_reduce(totals)
+        loss = float(totals[0] / totals[1])
+        return {"val_loss": loss, "val_perplexity": math.exp(loss)}
 
     def epoch_line(self, ctx: TaskContext, row: dict[str, float]) -> str:
+        val = f", validation {row['val_perplexity']:.2f}" if "val_perplexity" in row else ""
         return (
             f"epoch {row['epoch']}/{ctx.config.epochs}: perplexity "
-            f"{perplexity(row['train_loss']):.2f}, {row['tokens_per_s']:,.0f} tokens/s"
+            f"{perplexity(row['train_loss']):.2f}{val}, {row['tokens_per_s']:,.0f} tokens/s"
         )
 
     def checkpoint_config(self, ctx: TaskContext) -> dict[str, Any]:
@@ -188,11 +288,17 @@ class LMTask(Task):
         return config
 
     def check_resume(self, config: dict[str, Any], directory: Path) -> None:
+        arch = lm_arch(self.run_config)
+        if lm_arch(config) != arch:
+            raise ValueError(
+                f"checkpoint {directory} holds an {lm_arch(config)!r} language model, not an "
+                f"{arch!r} one"
+            )
         changed = [
             f"{key} {value!r} (checkpoint: {config.get(key)!r})"
             for key, value in self.run_config.items()
-            if key in MODEL_KEYS and config.get(key) != value
-        ]
+            if key in lm_model_keys(arch) and key != "vocab_size" and config.get(key) != value
+        ]  # the vocabulary's size: the vocabulary's check below
         if changed:
             raise ValueError(f"checkpoint {directory} has another model: {', '.join(changed)}")
         if self.vocab is not None and config.get("vocab") != json.loads(
@@ -217,7 +323,7 @@ class LMTask(Task):
 
     # the carried hidden state, as global batch rows (rank r holds rows r, r + world, ...)
     def save_carry(self, carry, ctx: TaskContext) -> Any:
-        if carry is None or self.use_random_iter:
+        if carry is None or self.use_random_iter or not _recurrent(ctx.net):
             return None
         dim, rank, world = self._batch_dim(ctx), ctx.rank, ctx.world_size
         if world == 1:
@@ -237,7 +343,7 @@ class LMTask(Task):
         return _map_state(carry, gather)
 
     def load_carry(self, saved, ctx: TaskContext) -> Any:
-        if self.use_random_iter:
+        if self.use_random_iter or not _recurrent(ctx.net):
             return None
         dim, rank, world = self._batch_dim(ctx), ctx.rank, ctx.world_size
 
@@ -322,15 +428,18 @@ def train_epoch(
 
 
 def save_lm_checkpoint(
-    directory: str | os.PathLike, model: RNNLM, vocab: Vocab, config: dict[str, Any]
+    directory: str | os.PathLike, model, vocab: Vocab, config: dict[str, Any]
 ) -> Path:
     """A language-model checkpoint without training state (weights, model keys, vocabulary).
 
-    ``config`` must hold ``MODEL_KEYS``; other JSON fields are kept. ``attnkit lm train``
-    writes the same format through the engine, with the trainer state added.
+    ``config`` must hold the model keys of its arch (``config["arch"]``, absent: "rnn":
+    ``LMConfig``'s fields; "transformer": ``DecoderLMConfig``'s); other JSON fields are
+    kept. ``attnkit lm train`` writes the same format through the engine, with the
+    trainer state added.
     """
-    missing = [k for k in MODEL_KEYS if k not in config]
+    keys = lm_model_keys(lm_arch(config))
+    missing = [k for k in keys if k not in config]
     if missing:
-        raise ValueError(f"config lacks the model keys {missing}; expected all of {MODEL_KEYS}")
+        raise ValueError(f"config lacks the model keys {missing}; expected all of {keys}")
     record = {"task": LMTask.name, **config, "vocab": vocab.to_dict()}
     return save_checkpoint(directory, record, model.state_dict())

@@ -1,0 +1,157 @@
+"""``attnkit lm generate``: continue prompts with a language model of ``attnkit lm train``.
+
+    attnkit lm generate --checkpoint runs/lm --prompt "time traveller" --max-new-tokens 80 \
+        --temperature 0.8 --top-k 20 --top-p 0.9 --seed 1
+    attnkit lm generate --checkpoint runs/lm --input prompts.txt      # one prompt a line
+
+One ``--prompt``: its continuation is printed as it is generated (a token at a time).
+``--input FILE``: every non-blank line is a prompt; they are generated together in batches
+(left-padded, each row as it would be alone) and printed one line each, in order.
+Character and word models see their prompts normalized like their corpus (letters,
+lowercase; said on stderr when that changes a prompt); SentencePiece models take the
+text as it is. ``--temperature 0`` (the default) is greedy; ``--seed`` repeats a sample.
+A prompt longer than a Transformer's context is cut, with a warning on stderr, where its
+positions extrapolate (RoPE, ALiBi, none), and refused otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+__all__ = ["register_generate", "run_generate"]
+
+# the generate() arguments as the command line spells them (for its error messages)
+_FLAGS = {"max_new_tokens": "--max-new-tokens", "temperature": "--temperature",
+          "top_k": "--top-k", "top_p": "--top-p", "seed": "--seed"}  # fmt: skip
+
+
+def register_generate(verbs) -> None:
+    g = verbs.add_parser("generate", help="continue prompts with a trained language model")
+    g.add_argument("--checkpoint", required=True, metavar="DIR", help="folder from `lm train`")
+    prompts = g.add_mutually_exclusive_group(required=True)
+    prompts.add_argument("--prompt", metavar="TEXT", help="one prompt, streamed as it comes")
+    prompts.add_argument("--input", metavar="FILE", help="a UTF-8 file of prompts, one a line")
+    g.add_argument("--max-new-tokens", type=int, default=50, metavar="N",
+                   help="tokens to add to each prompt (default 50)")  # fmt: skip
+    g.add_argument("--temperature", type=float, default=0.0,
+                   help="0 = greedy (default); > 0 samples from softmax(logits / T)")  # fmt: skip
+    g.add_argument("--top-k", type=int, default=None, metavar="K",
+                   help="sample among the K most likely tokens only")  # fmt: skip
+    g.add_argument("--top-p", type=float, default=None, metavar="P",
+                   help="sample in the nucleus: the smallest set of tokens with mass >= P, "
+                   "in (0, 1]")  # fmt: skip
+    g.add_argument("--seed", type=int, default=None,
+                   help="seed of the sampling (the same seed: the same sample)")  # fmt: skip
+    g.add_argument("--batch-size", type=int, default=32, metavar="B",
+                   help="--input prompts generated together (default 32)")  # fmt: skip
+    g.add_argument("--device", default="cpu")
+    g.add_argument("--debug", action="store_true", help="show tracebacks")
+    g.set_defaults(func=run_generate)
+
+
+def _in_flags(error: Exception) -> Exception:
+    """``error`` with its leading argument name as the flag that set it."""
+    message = str(error)
+    for name, flag in _FLAGS.items():
+        if message.startswith(name + " "):
+            return type(error)(flag + message[len(name) :])
+    return error
+
+
+def _options(a: argparse.Namespace) -> dict:
+    """The sampling options, checked before the model is loaded."""
+    from attnkit._validate import non_negative_int, positive_int
+    from attnkit.inference.sampling import token_picker
+
+    try:
+        non_negative_int("max_new_tokens", a.max_new_tokens)
+        token_picker(a.temperature, a.top_k, a.top_p, a.seed)
+    except (TypeError, ValueError) as e:
+        raise _in_flags(e) from None
+    positive_int("--batch-size", a.batch_size)
+    return {"temperature": a.temperature, "top_k": a.top_k, "top_p": a.top_p, "seed": a.seed}
+
+
+def _prompts(a: argparse.Namespace, normalize) -> list[str]:
+    """The prompts of --prompt or --input (blank lines skipped), normalized like the
+    corpus for character and word models (``normalize``: None for subword models)."""
+    if a.prompt is not None:
+        texts, where = [a.prompt], ["--prompt"]
+    else:
+        path = Path(a.input)
+        if not path.is_file():
+            raise FileNotFoundError(f"--input {str(path)!r} does not exist or is not a file")
+        lines = path.read_text(encoding="utf-8").splitlines()
+        found = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
+        if not found:
+            raise ValueError(f"--input {path} holds no prompt (every line is blank)")
+        texts, where = [t for _, t in found], [f"--input {path} line {n}" for n, _ in found]
+    for w, t in zip(where, texts, strict=True):
+        if not t.strip():
+            raise ValueError(f"{w} is empty: a prompt needs at least one token to continue")
+    if normalize is None:
+        return texts
+    out = [normalize(t) for t in texts]
+    for w, t, n in zip(where, texts, out, strict=True):
+        if not n:
+            raise ValueError(
+                f"{w} {t!r} has no letter: the model reads letters and spaces only (its "
+                "corpus was normalized so), nothing is left to continue"
+            )
+    changed = [t for t, n in zip(texts, out, strict=True) if t != n]
+    if len(texts) == 1 and changed:
+        print(f"prompt normalized like the corpus: {texts[0]!r} -> {out[0]!r}", file=sys.stderr)
+    elif changed:
+        print(f"{len(changed)} of {len(texts)} prompts normalized like the corpus (letters, "
+              "lowercase)", file=sys.stderr)  # fmt: skip
+    return out
+
+
+def _warn_on_stderr(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"attnkit lm generate: warning: {message}", file=sys.stderr, flush=True)
+
+
+def run_generate(a: argparse.Namespace) -> int:
+    from attnkit.data.lm import normalize_line
+    from attnkit.inference.generation import PromptCutWarning, generate
+    from attnkit.inference.loading import load_lm_checkpoint, load_lm_tokenizer
+
+    options = _options(a)
+    model, vocab, config = load_lm_checkpoint(a.checkpoint, a.device)
+    tokenizer = load_lm_tokenizer(a.checkpoint, config)
+    if tokenizer is not None:
+        codec, normalize = {"tokenizer": tokenizer}, None
+    else:
+        codec, normalize = {"vocab": vocab, "token": config.get("token", "char")}, normalize_line
+    prompts = _prompts(a, normalize)
+    kwargs = {"max_new_tokens": a.max_new_tokens, "device": a.device, **codec, **options}
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", PromptCutWarning)
+        warnings.showwarning = _warn_on_stderr  # one line, as it happens (restored on exit)
+        if a.prompt is not None:  # streamed: the prompt, then each token as it comes
+            _stream(model, prompts[0], kwargs)
+            return 0
+        for start in range(0, len(prompts), a.batch_size):
+            for text in generate(model, prompts[start : start + a.batch_size], **kwargs):
+                print(text, flush=True)
+    return 0
+
+
+def _stream(model, text: str, kwargs: dict) -> None:
+    """Print ``text``, then each new token's text as soon as it is chosen (the prompt waits
+    for generate's checks: an error is all that is printed)."""
+    from attnkit.inference.generation import generate
+
+    shown = []
+
+    def show(_row: int, piece: str) -> None:
+        if not shown:
+            print(text, end="")
+            shown.append(True)
+        print(piece, end="", flush=True)
+
+    generate(model, text, stream=show, **kwargs)
+    print("" if shown else text, flush=True)
