@@ -130,3 +130,30 @@ def tiny_model(tiny_data):
         return build_model(arch, config, len(tiny_data.src_vocab), len(tiny_data.tgt_vocab))
 
     return make
+
+
+class LMRuns:
+    """Language-model checkpoints compared: two runs that should have ended identically."""
+
+    @staticmethod
+    def state(out: Path) -> dict:
+        """The checkpoint's trainer state, with its weights and history added."""
+        from attnkit.checkpoint import load_checkpoint
+
+        ck = load_checkpoint(out, task="lm")
+        return {**ck.trainer_state, "model": ck.model_state, "history": ck.config["history"]}
+
+    @classmethod
+    def assert_same(cls, a: Path, b: Path) -> None:
+        """Equal weights bit for bit, the same epoch (b at an epoch's end), the same losses."""
+        sa, sb = cls.state(a), cls.state(b)
+        assert sa["model"].keys() == sb["model"].keys()
+        for name, value in sa["model"].items():
+            assert torch.equal(value, sb["model"][name]), name
+        assert sa["epoch"] == sb["epoch"] and sb["batch_in_epoch"] == 0
+        assert sb["history"]["train_loss"] == pytest.approx(sa["history"]["train_loss"], rel=1e-12)
+
+
+@pytest.fixture
+def lm_runs() -> type[LMRuns]:
+    return LMRuns

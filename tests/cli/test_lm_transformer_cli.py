@@ -67,21 +67,6 @@ def _generate(checkpoint, *args):
     return main(["lm", "generate", "--checkpoint", str(checkpoint), *args])
 
 
-def _state(out):
-    ck = load_checkpoint(out, task="lm")
-    return {**ck.trainer_state, "model": ck.model_state, "history": ck.config["history"]}
-
-
-def _assert_same_run(a, b):
-    sa, sb = _state(a), _state(b)
-    assert sa["model"].keys() == sb["model"].keys()
-    for name, value in sa["model"].items():
-        assert torch.equal(value, sb["model"][name]), name
-    assert sa["epoch"] == sb["epoch"] and sb["batch_in_epoch"] == 0
-    assert sb["history"] == sa["history"] | {"seconds": sb["history"]["seconds"],
-                                             "tokens_per_s": sb["history"]["tokens_per_s"]}  # fmt: skip
-
-
 def test_the_checkpoint_records_the_arch_and_reloads(trained, capsys):
     cfg = json.loads((trained / "config.json").read_text())
     assert (cfg["task"], cfg["arch"], cfg["positions"], cfg["num_steps"]) == (
@@ -140,17 +125,19 @@ def test_cached_and_uncached_generation_give_the_same_text(trained):
     [["--positions", "rope"], ["--positions", "alibi", "--kv-heads", "1", "--precision", "bf16"]],
     ids=["rope", "alibi-mqa-bf16"],
 )
-def test_epochs_then_resume_equal_a_straight_run(text, tmp_path, capsys, extra):
+def test_epochs_then_resume_equal_a_straight_run(text, tmp_path, capsys, extra, lm_runs):
     assert _train(text, tmp_path / "straight", 3, *extra) == 0
     assert _train(text, tmp_path / "run", 1, *extra) == 0
-    assert _state(tmp_path / "run")["carry"] is None  # a Transformer carries nothing
+    assert lm_runs.state(tmp_path / "run")["carry"] is None  # a Transformer carries nothing
     assert _train(text, tmp_path / "run", 3, "--resume") == 0  # the options: the checkpoint's
     assert "resuming" in capsys.readouterr().out
-    _assert_same_run(tmp_path / "straight", tmp_path / "run")
+    lm_runs.assert_same(tmp_path / "straight", tmp_path / "run")
+    straight, resumed = (lm_runs.state(tmp_path / name)["history"] for name in ("straight", "run"))
+    assert resumed["val_perplexity"] == straight["val_perplexity"]
 
 
 def test_a_signal_mid_epoch_saves_and_resume_equals_a_straight_run(
-    text, tmp_path, monkeypatch, capsys
+    text, tmp_path, monkeypatch, capsys, lm_runs
 ):
     assert _train(text, tmp_path / "straight", 2) == 0
     original, calls = Engine.train_step, []
@@ -164,13 +151,15 @@ def test_a_signal_mid_epoch_saves_and_resume_equals_a_straight_run(
 
     monkeypatch.setattr(Engine, "train_step", train_step)
     assert _train(text, tmp_path / "run", 2) == 130
-    state = _state(tmp_path / "run")
+    state = lm_runs.state(tmp_path / "run")
     assert (state["epoch"], state["batch_in_epoch"]) == (0, 30) and state["carry"] is None
     monkeypatch.undo()
     monkeypatch.setattr(attnkit.cli, "VERBS", ["lm"])
     assert _train(text, tmp_path / "run", 2, "--resume") == 0
     assert "resuming" in capsys.readouterr().out
-    _assert_same_run(tmp_path / "straight", tmp_path / "run")
+    lm_runs.assert_same(tmp_path / "straight", tmp_path / "run")
+    straight, resumed = (lm_runs.state(tmp_path / name)["history"] for name in ("straight", "run"))
+    assert resumed["val_perplexity"] == straight["val_perplexity"]
 
 
 def test_resume_refuses_another_arch_or_model(trained, capsys):

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 import attnkit.cli
-from attnkit.checkpoint import load_checkpoint
 from attnkit.cli import main
 from attnkit.data.lm import LMDataLoader
 from attnkit.training.engine import Engine, EngineConfig
@@ -29,21 +28,6 @@ def _only_the_lm_verb(monkeypatch):
 
 def _train(out, epochs, *extra):
     return main(["lm", "train", *SMALL, "--epochs", str(epochs), "--out", str(out), *extra])
-
-
-def _state(out):
-    """The checkpoint's trainer state, with its weights and history added."""
-    ck = load_checkpoint(out, task="lm")
-    return {**ck.trainer_state, "model": ck.model_state, "history": ck.config["history"]}
-
-
-def _assert_same_run(a, b):
-    sa, sb = _state(a), _state(b)
-    assert sa["model"].keys() == sb["model"].keys()
-    for name, value in sa["model"].items():
-        assert torch.equal(value, sb["model"][name]), name
-    assert sa["epoch"] == sb["epoch"] and sb["batch_in_epoch"] == 0
-    assert sb["history"]["train_loss"] == pytest.approx(sa["history"]["train_loss"], rel=1e-12)
 
 
 def _signal_at(monkeypatch, step, sig):
@@ -65,15 +49,15 @@ def _signal_at(monkeypatch, step, sig):
     [["--cell", "gru"], ["--cell", "lstm", "--random-iter", "--optimizer", "adam"]],
     ids=["sequential-sgd", "random-adam"],
 )
-def test_epochs_then_resume_equal_a_straight_run(tmp_path, extra, capsys):
+def test_epochs_then_resume_equal_a_straight_run(tmp_path, extra, capsys, lm_runs):
     assert _train(tmp_path / "straight", 3, *extra) == 0
     assert _train(tmp_path / "run", 1, *extra) == 0
-    state = _state(tmp_path / "run")
+    state = lm_runs.state(tmp_path / "run")
     assert (state["epoch"], state["batch_in_epoch"]) == (1, 0)
     assert len(state["history"]["train_loss"]) == 1 and state["optimizer"] is not None
     assert _train(tmp_path / "run", 3, "--resume") == 0  # options come from the checkpoint
     assert "resuming" in capsys.readouterr().out
-    _assert_same_run(tmp_path / "straight", tmp_path / "run")
+    lm_runs.assert_same(tmp_path / "straight", tmp_path / "run")
     cfg = json.loads((tmp_path / "run" / "config.json").read_text())
     assert (cfg["epochs"], cfg["epochs_done"]) == (3, 3)
     assert len(cfg["history"]["train_loss"]) == 3
@@ -85,7 +69,7 @@ def test_epochs_then_resume_equal_a_straight_run(tmp_path, extra, capsys):
     ids=["SIGINT-sequential-lstm", "SIGTERM-random-gru"],
 )
 def test_a_signal_mid_epoch_saves_and_resume_equals_a_straight_run(
-    tmp_path, monkeypatch, capsys, sig, extra
+    tmp_path, monkeypatch, capsys, sig, extra, lm_runs
 ):
     assert _train(tmp_path / "straight", 2, *extra) == 0
     per_epoch = len(list(LMDataLoader(list(range(1500)), 4, 8, "--random-iter" in extra, seed=3)))
@@ -96,7 +80,7 @@ def test_a_signal_mid_epoch_saves_and_resume_equals_a_straight_run(
     assert "stopping after this step" in out
     assert "stopped at epoch 2, batch " in out and "--resume continues from there" in out
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
-    state = _state(tmp_path / "run")
+    state = lm_runs.state(tmp_path / "run")
     assert state["epoch"] == 1 and 0 < state["batch_in_epoch"] < per_epoch
     if "--random-iter" in extra:
         assert state["carry"] is None
@@ -106,19 +90,21 @@ def test_a_signal_mid_epoch_saves_and_resume_equals_a_straight_run(
     monkeypatch.setattr(attnkit.cli, "VERBS", ["lm"])
     assert _train(tmp_path / "run", 2, "--resume") == 0
     assert "batch" in capsys.readouterr().out
-    _assert_same_run(tmp_path / "straight", tmp_path / "run")
+    lm_runs.assert_same(tmp_path / "straight", tmp_path / "run")
 
 
-def test_a_signal_during_the_last_batch_stops_at_the_epoch_end(tmp_path, monkeypatch, capsys):
+def test_a_signal_during_the_last_batch_stops_at_the_epoch_end(
+    tmp_path, monkeypatch, capsys, lm_runs
+):
     per_epoch = len(list(LMDataLoader(list(range(1500)), 4, 8, seed=3)))
     _signal_at(monkeypatch, per_epoch, signal.SIGINT)
     assert _train(tmp_path / "run", 3) == 130
     assert "stopped at the end of epoch 1" in capsys.readouterr().out
-    state = _state(tmp_path / "run")
+    state = lm_runs.state(tmp_path / "run")
     assert (state["epoch"], state["batch_in_epoch"]) == (1, 0)
 
 
-def test_resume_refuses_other_model_or_data_options(tmp_path, capsys):
+def test_resume_refuses_other_model_or_data_options(tmp_path, capsys, lm_runs):
     run = tmp_path / "run"
     assert _train(run, 1) == 0
     capsys.readouterr()
@@ -136,7 +122,7 @@ def test_resume_refuses_other_model_or_data_options(tmp_path, capsys):
         assert f"cannot resume {run} with other model/data options: {said}" in err, err
     # the same values, given again, are fine; --lr and --clip may change
     assert _train(run, 2, "--resume", "--lr", "0.5") == 0
-    assert _state(run)["optimizer"]["param_groups"][0]["lr"] == 0.5
+    assert lm_runs.state(run)["optimizer"]["param_groups"][0]["lr"] == 0.5
     assert main(["lm", "train", "--resume", "--overwrite", "--out", str(run)]) == 1
     assert "--resume and --overwrite exclude each other" in capsys.readouterr().err
     assert _train(run, 2, "--resume") == 0  # nothing left to do
