@@ -140,6 +140,23 @@ TOPICS: dict[str, Topic] = {
             ),
         ),
     ),
+    "rope": Topic(
+        "rope",
+        "rope",
+        "RoPE: the score depends on the offset only; its rotation is the sinusoidal map",
+        (
+            (
+                "offset_only_max_deviation",
+                "rope(q, m)·rope(k, n) is one value per offset m - n, for every pair (m, n) "
+                "(float64 and the library's float32 module); adding the encoding instead is not",
+            ),
+            (
+                "rope_equals_offset_matrix",
+                "RoPE's rotation for offset δ is the sinusoidal map M_δ (P_(p+δ) = M_δ P_p), "
+                "up to the half-split layout's order of dimensions",
+            ),
+        ),
+    ),
     "architectures": Topic(
         "architectures",
         "architectures",
@@ -239,6 +256,28 @@ TOPICS: dict[str, Topic] = {
             (
                 "decoder_alone_perplexity",
                 "the decoder alone is a language model: French order beats the same words shuffled",
+            ),
+        ),
+    ),
+    "extrapolation": Topic(
+        "extrapolation",
+        "extrapolation",
+        "length extrapolation: tiny decoder-only LMs per position scheme at 1x, 2x, 4x context",
+        (
+            (
+                "ratio_4x",
+                "ALiBi's held-out perplexity at 4x the training length stays within 1.15x of "
+                "its 1x in every seed; RoPE's grows more in every seed",
+            ),
+            (
+                "learned_beyond_context",
+                "learned positions cannot go past their table: not applicable beyond 1x",
+            ),
+            (
+                "mean_perplexity",
+                "rope, alibi, learned and none learn the text at 1x (well below character "
+                "frequencies); sinusoidal against ALiBi is reported, asserted only where "
+                "sinusoidal has learned",
             ),
         ),
     ),

@@ -1,0 +1,139 @@
+"""Length extrapolation (issue 24, the ALiBi paper's question at the tour's size): tiny
+decoder-only LMs trained at a short context with each position scheme, evaluated at 1x,
+2x and 4x that length on held-out text."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from attnkit.tour.base import TopicResult, check_args, seed_summary, topic
+
+__all__ = ["extrapolation"]
+
+SCHEMES = ("sinusoidal", "learned", "rope", "alibi", "none")
+FACTORS = (1, 2, 4)
+
+
+def _corpus(num_sentences: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The synthetic corpus's English side as characters: train and held-out ids, vocab."""
+    from attnkit.data.synthetic_fr import generate_pairs
+
+    text = " ".join(en for en, _ in generate_pairs(num_sentences, seed=0))
+    chars = sorted(set(text))
+    index = {c: i for i, c in enumerate(chars)}
+    ids = torch.tensor([index[c] for c in text])
+    cut = int(len(ids) * 0.8)
+    return ids[:cut], ids[cut:], len(chars)
+
+
+def _perplexity(model, ids: torch.Tensor, length: int, tail_from: int) -> tuple[float, float]:
+    """Perplexity over non-overlapping windows of ``length`` (every position), and over the
+    positions >= ``tail_from`` only (those past the training length)."""
+    n = (len(ids) - 1) // length
+    x = ids[: n * length].view(n, length)
+    y = ids[1 : n * length + 1].view(n, length)
+    with torch.no_grad():
+        loss = F.cross_entropy(model(x).transpose(1, 2), y, reduction="none")  # (n, length)
+    tail = loss[:, tail_from:] if tail_from < length else loss
+    return math.exp(float(loss.mean())), math.exp(float(tail.mean()))
+
+
+@topic
+def extrapolation(*, small: bool = False, seed: int = 0) -> TopicResult:
+    """Train each scheme at context C; perplexity at C, 2C, 4C (learned: C only)."""
+    check_args(small, seed)
+    from attnkit.models.decoder_lm import DecoderLMConfig
+    from attnkit.viz import plot_curves
+
+    C = 32
+    steps, seeds, batch = (100, 2, 32) if small else (320, 3, 32)
+    train, held_out, V = _corpus(1500 if small else 4000)
+    # the reference a model without context reaches: the training characters' frequencies
+    freq = torch.bincount(train, minlength=V).double() + 1
+    unigram = math.exp(float(-(freq / freq.sum()).log()[held_out].mean()))
+    ppl: dict[str, list[dict[int, float | None]]] = {s: [] for s in SCHEMES}
+    tail: dict[str, list[dict[int, float | None]]] = {s: [] for s in SCHEMES}
+    for scheme in SCHEMES:
+        for s in range(seeds):
+            torch.manual_seed(1000 * seed + s)
+            config = DecoderLMConfig(d_model=32, num_heads=2, num_layers=2, ffn_hidden=64,
+                                     dropout=0.0, context_length=C, positions=scheme)  # fmt: skip
+            model = config.build(V)
+            opt = torch.optim.AdamW(model.parameters(), lr=5e-3, weight_decay=0.0)
+            g = torch.Generator().manual_seed(1000 * seed + s)
+            for _ in range(steps):
+                start = torch.randint(0, len(train) - C - 1, (batch,), generator=g)
+                idx = start[:, None] + torch.arange(C + 1)
+                chunk = train[idx]  # (batch, C + 1)
+                logits = model(chunk[:, :-1])
+                loss = F.cross_entropy(logits.reshape(-1, V), chunk[:, 1:].reshape(-1))
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            model.eval()
+            full, past = {}, {}
+            for f in FACTORS:
+                if scheme == "learned" and f > 1:  # its table ends at C: not applicable
+                    full[f] = past[f] = None
+                    continue
+                full[f], past[f] = _perplexity(model, held_out, f * C, C)
+            ppl[scheme].append(full)
+            tail[scheme].append(past)
+
+    def ratio(scheme: str, i: int, f: int) -> float:
+        return ppl[scheme][i][f] / ppl[scheme][i][1]
+
+    ratios = {sc: [ratio(sc, i, 4) for i in range(seeds)] for sc in SCHEMES if sc != "learned"}
+    # paired per seed: sinusoidal's 4x/1x ratio minus ALiBi's (positive: ALiBi holds better)
+    alibi_vs_sin = seed_summary([ratios["sinusoidal"][i] - ratios["alibi"][i]
+                                 for i in range(seeds)])  # fmt: skip
+    mean = {sc: {f: (sum(r[f] for r in ppl[sc]) / seeds if ppl[sc][0][f] is not None else None)
+                 for f in FACTORS} for sc in SCHEMES}  # fmt: skip
+    curves = {sc: [mean[sc][f] for f in FACTORS] for sc in SCHEMES if sc != "learned"}
+    fig = plot_curves(curves, "evaluation length / training length", "held-out perplexity",
+                      x=list(FACTORS), logy=True,
+                      title=f"trained at {C} characters (learned: n/a past 1x, not drawn)")  # fmt: skip
+
+    def row(sc: str) -> str:
+        return "/".join("n/a" if mean[sc][f] is None else f"{mean[sc][f]:.2f}" for f in FACTORS)
+
+    values = {
+        "perplexity": ppl,
+        "perplexity_past_context": tail,
+        "mean_perplexity": mean,
+        "ratio_4x": ratios,
+        "alibi_vs_sinusoidal": alibi_vs_sin,
+        "learned_beyond_context": [r[f] for r in ppl["learned"] for f in FACTORS[1:]],
+        "unigram_perplexity": unigram,
+        "context": C,
+        "seeds": seeds,
+        "steps": steps,
+    }
+    table = "; ".join(f"{sc} {row(sc)}" for sc in SCHEMES)
+    worst = {sc: max(r) for sc, r in ratios.items()}
+    finding = (
+        f"Character LMs (d_model 32, 2 heads, 2 layers, {steps} steps, {seeds} seeds) trained "
+        f"at {C} characters of the synthetic English corpus; held-out perplexity at "
+        f"{C}/{2 * C}/{4 * C} (mean over seeds): {table} (learned positions stop at their "
+        f"{C}-row table: not applicable past 1x; character frequencies alone give "
+        f"{unigram:.2f}). Worst 4x/1x ratio over the seeds: "
+        + ", ".join(f"{sc} {w:.2f}" for sc, w in worst.items())
+        + f". ALiBi stays within {worst['alibi']:.2f}x of its 1x perplexity at 4x in every "
+        f"seed; RoPE, trained at the same length, grows at least "
+        f"{min(ratios['rope']):.2f}x. "
+        + (
+            f"ALiBi holds better than sinusoidal at 4x in {alibi_vs_sin['agree']}/{seeds} "
+            f"seeds (ratio difference mean {alibi_vs_sin['mean']:.2f}, min "
+            f"{alibi_vs_sin['min']:.2f}), as the ALiBi paper reports."
+            if mean["sinusoidal"][1] < 0.6 * unigram
+            else f"Sinusoidal against ALiBi is not measured at this size: sinusoidal's 1x "
+            f"perplexity {mean['sinusoidal'][1]:.2f} is near the character frequencies' "
+            f"{unigram:.2f} (its table, of norm ~{(C // 2) ** 0.5:.0f}, swamps embeddings "
+            f"initialized at 0.02: it has not learned yet in {steps} steps), so its flat "
+            f"curve says nothing (the full size trains it)."
+        )
+    )
+    return TopicResult("extrapolation", finding, values, {"perplexity_by_length": fig})
