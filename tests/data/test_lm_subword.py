@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnkit.data.lm_subword import LMSubwordTokenizer, read_raw_lines
+from attnkit.data.lm import read_corpus_lines
+from attnkit.data.lm_subword import LMSubwordTokenizer
 
 LINES = [
     "The Time Traveller (for so it will be convenient to speak of him) was expounding",
@@ -26,7 +27,7 @@ def test_raw_text_in_and_out_deterministically(tmp_path):
     assert tok.encode_lines(["a b", "", "c"]) == tok.encode("a b") + tok.encode("c")
     text = tmp_path / "t.txt"
     text.write_text("\n".join(LINES[:3]) + "\n", encoding="utf-8")
-    assert read_raw_lines(text) == LINES[:3]
+    assert read_corpus_lines(text, normalize=False) == LINES[:3]
 
 
 def test_saved_with_its_sha256_and_checked_on_load(tmp_path):
@@ -52,4 +53,4 @@ def test_bad_sizes_and_empty_text_are_clear_errors():
     with pytest.raises(ValueError, match="without a non-empty line"):
         LMSubwordTokenizer.train(["", "  "], vocab_size=300)
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        read_raw_lines("/nonexistent/text.txt")
+        read_corpus_lines("/nonexistent/text.txt", normalize=False)

@@ -247,13 +247,13 @@ def _corpus(d, out: Path, previous: dict | None):
     """The corpus as token ids, its vocabulary and its SentencePiece tokenizer (None for
     the book's characters or words); a resumed subword run reads its tokenizer back."""
     from attnkit.data.lm import load_corpus, read_corpus_lines
-    from attnkit.data.lm_subword import LMSubwordTokenizer, read_raw_lines
+    from attnkit.data.lm_subword import LMSubwordTokenizer
     from attnkit.inference.loading import load_lm_tokenizer
 
     if d["tokenizer"] != "sentencepiece":
         corpus, vocab = load_corpus(read_corpus_lines(d["source"]), d["token"], d["max_tokens"])
         return corpus, vocab, None
-    lines = read_raw_lines(d["source"])
+    lines = read_corpus_lines(d["source"], normalize=False)
     if previous is not None:
         tokenizer = load_lm_tokenizer(out, previous)
     else:
@@ -382,12 +382,15 @@ def _plot(out: Path, train: list[float], val: list[float], title: str) -> None:
 def _write_samples(a, out: Path, model, vocab, tokenizer, d, seed: int) -> None:
     """Greedy and sampled (temperature 0.8) continuations of a few prompts: samples.txt."""
     from attnkit.checkpoint import atomic_write
-    from attnkit.data.lm_subword import read_raw_lines
+    from attnkit.data.lm import read_corpus_lines
     from attnkit.inference.generation import generate
 
     context = getattr(model, "context_length", None)  # a Transformer's prompts fit in it
     if tokenizer is not None:  # the text's first pieces
-        first = next((line for line in read_raw_lines(d["source"]) if line.strip()), "The")
+        first = next(
+            (line for line in read_corpus_lines(d["source"], normalize=False) if line.strip()),
+            "The",
+        )
         first = tokenizer.decode(tokenizer.encode(first)[: min(4, (context or 8) // 2 or 1)])
         prompts, codec = [first], {"tokenizer": tokenizer}
     else:

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from attnkit._validate import index, integer, positive_int
+from attnkit._validate import boolean, index, integer, positive_int
 from attnkit.data.text import Vocab, tokenize
 
 __all__ = [
@@ -56,17 +56,23 @@ def normalize_line(line: str) -> str:
     return _NON_LETTERS.sub(" ", line).strip().lower()
 
 
-def read_text_lines(path: str | os.PathLike) -> list[str]:
-    """Read a local UTF-8 text file and normalize each line (empty lines are kept, as the book)."""
+def read_text_lines(path: str | os.PathLike, *, normalize: bool = True) -> list[str]:
+    """Read a local UTF-8 text file, each line normalized (empty lines are kept, as the
+    book); ``normalize=False``: the lines as they are, line ends removed."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"data file {str(path)!r} does not exist or is not a file")
     with open(path, encoding="utf-8", errors="replace") as f:
+        if not normalize:
+            return f.read().splitlines()
         return [normalize_line(line) for line in f.readlines()]
 
 
 def read_time_machine(
-    path: str | os.PathLike | None = None, *, search: Iterable[str | os.PathLike] = ()
+    path: str | os.PathLike | None = None,
+    *,
+    search: Iterable[str | os.PathLike] = (),
+    normalize: bool = True,
 ) -> list[str]:
     """The Time Machine as normalized lines (3221 of them).
 
@@ -86,7 +92,7 @@ def read_time_machine(
             raise DatasetUnavailableError(
                 f"{e} (or set ATTNKIT_TIMEMACHINE=/path/to/timemachine.txt)"
             ) from e
-    return read_text_lines(path)
+    return read_text_lines(path, normalize=normalize)
 
 
 def _stdlib_docstrings() -> str:
@@ -115,7 +121,7 @@ def _stdlib_docstrings() -> str:
     return "\n".join(parts)
 
 
-def builtin_corpus_lines() -> list[str]:
+def builtin_corpus_lines(*, normalize: bool = True) -> list[str]:
     """The offline default corpus: Python's language-reference topics, normalized.
 
     ``pydoc_data.topics`` ships with every CPython (it backs ``help('if')``); topics are
@@ -127,16 +133,21 @@ def builtin_corpus_lines() -> list[str]:
         text = "\n".join(topics[k] for k in sorted(topics))
     except ImportError:  # pragma: no cover - distributions that strip pydoc_data
         text = _stdlib_docstrings()
-    return [normalize_line(line) for line in text.splitlines()]
+    return [normalize_line(line) for line in text.splitlines()] if normalize else text.splitlines()
 
 
-def read_corpus_lines(source: str | os.PathLike | None = None) -> list[str]:
-    """Lines of ``'builtin'`` (default), ``'time_machine'`` or a local file path."""
+def read_corpus_lines(
+    source: str | os.PathLike | None = None, *, normalize: bool = True
+) -> list[str]:
+    """Lines of ``'builtin'`` (default), ``'time_machine'`` or a local file path, each
+    normalized as the book's character LMs read them (``normalize=False``: as they are,
+    for a subword tokenizer)."""
+    boolean("normalize", normalize)
     if source is None or source == "builtin":
-        return builtin_corpus_lines()
+        return builtin_corpus_lines(normalize=normalize)
     if source == "time_machine":
-        return read_time_machine()
-    return read_text_lines(source)
+        return read_time_machine(normalize=normalize)
+    return read_text_lines(source, normalize=normalize)
 
 
 def load_corpus(

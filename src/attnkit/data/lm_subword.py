@@ -28,31 +28,7 @@ from attnkit._validate import integer, one_of
 from attnkit.data.subword import _SPECIALS, MODEL_TYPES, _processor, _train_proto
 from attnkit.data.text import Vocab
 
-__all__ = ["LMSubwordTokenizer", "read_raw_lines"]
-
-
-def read_raw_lines(source: str | os.PathLike | None) -> list[str]:
-    """The lines of ``'builtin'``, ``'time_machine'`` or a local UTF-8 file, not normalized
-    (line ends removed); see ``attnkit.data.lm.read_corpus_lines`` for the sources."""
-    if source is None or source == "builtin":
-        try:
-            from pydoc_data.topics import topics
-
-            return "\n".join(topics[k] for k in sorted(topics)).splitlines()
-        except ImportError:  # pragma: no cover - distributions that strip pydoc_data
-            from attnkit.data.lm import _stdlib_docstrings
-
-            return _stdlib_docstrings().splitlines()
-    if source == "time_machine":
-        source = os.environ.get("ATTNKIT_TIMEMACHINE") or None
-        if source is None:
-            from attnkit.data.hub import download
-
-            source = download("time_machine")
-    path = Path(source)
-    if not path.is_file():
-        raise FileNotFoundError(f"data file {str(path)!r} does not exist or is not a file")
-    return path.read_text(encoding="utf-8", errors="replace").splitlines()
+__all__ = ["LMSubwordTokenizer"]
 
 
 class LMSubwordTokenizer:
