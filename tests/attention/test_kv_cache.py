@@ -59,3 +59,25 @@ def test_errors_name_the_problem():
         cache.update(*_kv(1, B=3))
     with pytest.raises(TypeError, match=r"static must be a bool, got 1 \(int\)"):
         KVCache(static=1)
+
+
+def test_a_preallocated_cache_keeps_backward_working_and_its_capacity_through_reorders():
+    from attnkit.attention.kv_cache import KVCache
+
+    torch.manual_seed(0)
+    steps = [torch.randn(2, 1, 1, 4, requires_grad=True) for _ in range(3)]
+    buffered, plain = KVCache(capacity=8), KVCache()
+    for cache in (buffered, plain):
+        total = 0
+        for k in steps:
+            keys, values = cache.update(k * 2, k * 3)
+            total = total + keys.sum() + values.sum()
+        total.backward()  # an in-place write into a buffer an earlier graph holds would fail
+    grads = [k.grad.clone() for k in steps]
+    # each step is held at that step and every later one (3, 2, 1 times), d/dk = 2 + 3, in both caches
+    for k, times in zip(grads, (3, 2, 1)):
+        assert torch.equal(k, torch.full_like(k, 2 * 5.0 * times))
+    with torch.no_grad():
+        for k in steps:
+            keys, _ = buffered.update(k, k)
+    assert buffered.index_select(torch.tensor([1])).capacity == 8

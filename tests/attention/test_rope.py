@@ -165,3 +165,22 @@ def test_errors_name_the_problem():
         rope_cos_sin(torch.zeros(3), 4)
     with pytest.raises(ValueError, match=r"x must be \(B, H, T, 4\)"):
         RotaryEmbedding(4)(torch.randn(3, 4))
+
+
+def test_a_negative_offset_and_bad_inputs_are_named():
+    from attnkit.attention.rope import RotaryEmbedding, apply_rope
+
+    rope = RotaryEmbedding(8)
+    x = torch.randn(1, 2, 3, 8)
+    rope(x, 4)  # the table grows past the rows a negative offset would wrap onto
+    with pytest.raises(ValueError, match="positions must be a non-negative int, got -3"):
+        rope(x, -3)
+    with pytest.raises(TypeError, match="positions must be a non-negative int"):
+        rope(x, 1.5)
+    cos, sin = rope.cos_sin(0, 3, torch.float32, "cpu")
+    with pytest.raises(
+        ValueError, match=r"x must have an even last dimension Dh, got shape \(3, 7\)"
+    ):
+        apply_rope(torch.randn(3, 7), cos[:, :7], sin[:, :7])
+    with pytest.raises(TypeError, match="cos must be a floating-point tensor, got list"):
+        apply_rope(torch.randn(3, 8), [1.0], sin)

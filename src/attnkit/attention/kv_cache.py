@@ -90,13 +90,12 @@ class KVCache:
                     f"the cache holds (B, H, *, Dh) = {tuple(self.keys.shape)}, and the new "
                     f"keys {tuple(keys.shape)} do not match it"
                 )
-            if self.capacity is not None:
-                return self._write(keys, values)
+        if self.capacity is not None and not _tracked(keys, values):
+            return self._write(keys, values)  # in place, into the preallocated buffers
+        if self.keys is not None:
             keys = torch.cat([self.keys, keys], dim=2)  # (B, H, T_held + T_new, Dh)
             values = torch.cat([self.values, values], dim=2)
-        elif self.capacity is not None:
-            return self._write(keys, values)
-        self.keys, self.values = keys, values
+        self.keys, self.values, self._buffers = keys, values, None
         return keys, values
 
     def _write(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
@@ -136,7 +135,10 @@ class KVCache:
         if self.keys is None:
             return KVCache(static=self.static)
         return KVCache(
-            self.keys.index_select(0, index), self.values.index_select(0, index), static=self.static
+            self.keys.index_select(0, index),
+            self.values.index_select(0, index),
+            static=self.static,
+            capacity=self.capacity,
         )
 
     def __repr__(self) -> str:
@@ -150,3 +152,9 @@ def _check_heads(name: str, X) -> None:
         raise ValueError(
             f"{name} must be a (B, H, T, Dh) tensor, got {getattr(X, 'shape', type(X).__name__)}"
         )
+
+
+def _tracked(keys: Tensor, values: Tensor) -> bool:
+    """Whether autograd records these: earlier steps' graphs then hold views of the cache,
+    and an in-place write into its buffer would fail their backward (so it concatenates)."""
+    return torch.is_grad_enabled() and (keys.requires_grad or values.requires_grad)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from attnkit._validate import positive_int, positive_number
+from attnkit._validate import non_negative_int, positive_int, positive_number
 
 __all__ = ["RotaryEmbedding", "apply_rope", "rope_cos_sin", "rope_frequencies"]
 
@@ -65,6 +65,11 @@ def rope_cos_sin(
 def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """Rotate x (..., T, Dh) by the angles whose cos and sin (broadcastable to x) are given:
     ``x * cos + rotate_half(x) * sin`` with rotate_half(x) = [-x_2, x_1] (x = [x_1, x_2])."""
+    for name, t in (("x", x), ("cos", cos), ("sin", sin)):
+        if not isinstance(t, Tensor) or not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got {_kind(t)}")
+    if x.shape[-1] % 2:
+        raise ValueError(f"x must have an even last dimension Dh, got shape {tuple(x.shape)}")
     x1, x2 = x.chunk(2, dim=-1)  # (..., T, Dh/2) each
     return x * cos + torch.cat((-x2, x1), dim=-1) * sin  # (..., T, Dh)
 
@@ -100,6 +105,7 @@ class RotaryEmbedding(nn.Module):
             if ids.dim() == 2:  # (B, T, Dh) -> (B, 1, T, Dh): the heads axis
                 cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
             return cos.to(dtype), sin.to(dtype)
+        positions = non_negative_int("positions", positions)  # the offset of the first one
         end = positions + length
         if dtype == torch.float64:  # exact angles for float64 checks (gradcheck, properties)
             ids = torch.arange(positions, end, device=device)
@@ -144,3 +150,7 @@ def _even_head_dim(head_dim: int) -> int:
             f"head_dim must be even for RoPE (pairs of dimensions rotate), got {head_dim}"
         )
     return head_dim
+
+
+def _kind(t: object) -> str:
+    return str(t.dtype) if isinstance(t, Tensor) else type(t).__name__
