@@ -213,7 +213,7 @@ def test_the_command_writes_the_folder_and_says_where(checkpoint, tmp_path, caps
     assert _cli([*argv, "--quantization", "int8"]) == 0
     assert f"exported {checkpoint} to {out} (CTranslate2)" in capsys.readouterr().out
     assert (out / "model.bin").is_file()
-    with pytest.raises(FileExistsError):
+    with pytest.raises(FileExistsError, match="already exists: give the export a new folder"):
         _cli(argv)
     with pytest.raises(SystemExit):
         _cli([*argv[:-2], "onnx", str(tmp_path / "x")])  # --to: ctranslate2 only
