@@ -54,3 +54,10 @@ def test_bad_sizes_and_empty_text_are_clear_errors():
         LMSubwordTokenizer.train(["", "  "], vocab_size=300)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         read_corpus_lines("/nonexistent/text.txt", normalize=False)
+
+
+def test_one_string_is_not_taken_for_lines():
+    with pytest.raises(
+        TypeError, match=r"lines must be a sequence of str \(one per line\), got str"
+    ):
+        LMSubwordTokenizer.train("the time traveller", vocab_size=300)

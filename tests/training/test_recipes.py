@@ -266,3 +266,18 @@ def test_resolved_configs_are_validated_naming_the_field():
         resolve("lm", flags={"model": {"reset_after": True}})
     with pytest.raises(ValueError, match=r"LMTrainConfig\.epochs must be a positive int, got 0"):
         resolve("lm", flags={"train": {"epochs": 0}})
+
+
+@pytest.mark.parametrize(
+    ("task", "data", "error", "match"),
+    [
+        ("lm", {"val_fraction": 1.5}, ValueError, r"--val-fraction must be .*got 1.5"),
+        ("lm", {"batch_size": 0}, ValueError, "--batch-size must be a positive int, got 0"),
+        ("lm", {"max_tokens": -7}, ValueError, "--max-tokens must be an int >= -1, got -7"),
+        ("translate", {"num_pairs": "many"}, TypeError, "--num-pairs must be a positive int"),
+    ],
+)
+def test_data_flags_are_checked_when_resolved(task, data, error, match):
+    arch = "transformer" if task == "translate" else None
+    with pytest.raises(error, match=match):
+        resolve(task, arch=arch, flags={"data": data})

@@ -57,6 +57,7 @@ class LMSubwordTokenizer:
     ) -> LMSubwordTokenizer:
         """Train on the non-empty ``lines`` as they are. ``vocab_size`` counts every
         piece, the 4 specials and 256 bytes included (at least 261)."""
+        _check_lines(lines)
         one_of("model_type", model_type, MODEL_TYPES)
         integer("vocab_size", vocab_size)
         minimum = len(_SPECIALS) + 256 + 1
@@ -80,6 +81,7 @@ class LMSubwordTokenizer:
 
     def encode_lines(self, lines: Sequence[str]) -> list[int]:
         """The ids of the non-empty ``lines``, one after the other (a corpus)."""
+        _check_lines(lines)
         return [i for ids in self._sp.encode([x for x in lines if x.strip()]) for i in ids]
 
     # ------------------------------------------------------------------ files
@@ -127,3 +129,10 @@ class LMSubwordTokenizer:
                 f"tokenizer file {path} is damaged (its sha256 does not match config.json)"
             )
         return cls(proto, model_type=meta.get("model_type", "unigram"), name=str(path))
+
+
+def _check_lines(lines: object) -> None:
+    if isinstance(lines, str) or not isinstance(lines, Sequence):
+        raise TypeError(
+            f"lines must be a sequence of str (one per line), got {type(lines).__name__}"
+        )

@@ -256,6 +256,10 @@ def resolve(
         arch = _lm_arch(arch, recipe, checkpoint, where)
         _check_lm_model_flags(arch, given["model"])
         bottom = LM_DEFAULTS[arch]
+    checks = DATA_CHECKS[task]
+    for key, value in given["data"].items():  # presets are checked when they are made
+        if key in checks:
+            checks[key](_flag(task, "data", key), value)
     defaults = _layer(bottom, arch, everything=True)
     layers = [("default", defaults)]
     if recipe is not None:
