@@ -1,7 +1,8 @@
-"""Explorer test fixtures: one tiny checkpoint per session, and a live server on it."""
+"""Explorer test fixtures: tiny checkpoints (translators, language models), live servers."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import threading
 import time
@@ -116,6 +117,63 @@ def serving(app) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def live_server(app) -> Iterator[str]:
     with serving(app) as url:
+        yield url
+
+
+LM_TEXT = "the time machine by h g wells the time traveller for so it will be convenient"
+
+
+def make_lm_checkpoint(
+    directory: Path, arch: str = "transformer", context_length: int = 32, tokenizer=None
+) -> Path:
+    """A language-model checkpoint of ``attnkit lm train``'s format with initial weights:
+    a small Transformer (RoPE, 2 layers, 2 heads) or a GRU over characters, or over the
+    pieces of a SentencePiece ``tokenizer``."""
+    from attnkit.data.text import Vocab
+    from attnkit.models.decoder_lm import DecoderLMConfig
+    from attnkit.models.registry import lm_config
+    from attnkit.training.lm import save_lm_checkpoint
+
+    torch.manual_seed(0)
+    vocab = Vocab(list(LM_TEXT)) if tokenizer is None else tokenizer.vocab
+    if arch == "transformer":
+        config = DecoderLMConfig(d_model=16, num_heads=2, num_layers=2, ffn_hidden=32,
+                                 dropout=0.0, context_length=context_length)  # fmt: skip
+        model = config.build(len(vocab))
+        record = {"arch": "transformer", **model.config.to_dict()}
+    else:
+        config = lm_config("rnn", {"cell": "gru", "num_hiddens": 8})
+        model = config.build(len(vocab))
+        record = {"arch": "rnn", **dataclasses.asdict(config)}
+    if tokenizer is None:
+        record["token"] = "char"
+    else:
+        record.update(tokenizer="sentencepiece", tokenizer_model=tokenizer.meta())
+    save_lm_checkpoint(directory, model, vocab, record)
+    if tokenizer is not None:
+        tokenizer.save(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def make_lm():
+    """``make_lm_checkpoint`` itself, for tests that build their own."""
+    return make_lm_checkpoint
+
+
+@pytest.fixture(scope="session")
+def lm_checkpoint(tmp_path_factory) -> Path:
+    return make_lm_checkpoint(tmp_path_factory.mktemp("serve") / "lm")
+
+
+@pytest.fixture(scope="session")
+def lm_app(lm_checkpoint):
+    return create_app(lm_checkpoint, max_new_tokens=30)
+
+
+@pytest.fixture(scope="session")
+def lm_server(lm_app) -> Iterator[str]:
+    with serving(lm_app) as url:
         yield url
 
 

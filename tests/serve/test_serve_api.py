@@ -402,31 +402,6 @@ def test_visible_words_stay_as_they_are(client):
     assert detail.endswith(": café") and "invisible" not in detail
 
 
-def _lm_checkpoint(directory):
-    from attnkit.data.text import Vocab
-    from attnkit.inference.loading import MODEL_KEYS
-    from attnkit.models.rnn import build_lm
-    from attnkit.training.lm import save_lm_checkpoint
-
-    vocab = Vocab(list("the time machine"))
-    config = dict(zip(MODEL_KEYS, ("gru", 8, 1, False, False, False)))
-    model = build_lm(config["cell"], len(vocab), num_hiddens=8)
-    return save_lm_checkpoint(directory, model, vocab, {**config, "token": "char"})
-
-
-def test_language_model_checkpoint_is_named_as_such(tmp_path, capsys):
-    lm = _lm_checkpoint(tmp_path / "lm")
-    with pytest.raises(CheckpointLoadError) as info:
-        create_app(lm)
-    message = str(info.value)
-    assert "language-model checkpoint" in message and "attnkit lm train" in message
-    assert "attnkit translate train" in message and "attnkit demo" in message
-    assert "not an attnkit checkpoint" not in message
-    assert main(["serve", "--checkpoint", str(lm), "--port", "0"]) == 1
-    err = capsys.readouterr().err
-    assert "language-model checkpoint" in err and "attnkit translate train" in err
-
-
 def test_no_response_can_fail_to_encode():
     from attnkit.serve.app import SafeJSONResponse
 

@@ -217,3 +217,58 @@ def test_bahdanau_alignment_in_browser(browser_context, bahdanau_server, tmp_pat
     assert svg.locator("text.col-label").all_text_contents() == expected["source"]
     page.screenshot(path=str(tmp_path / "bahdanau.png"), full_page=True)
     page.close()
+
+
+def test_generate_and_each_new_tokens_attention_in_browser(browser_context, lm_server, tmp_path):
+    page = browser_context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(lm_server + "/", wait_until="domcontentloaded")
+    page.wait_for_selector("#tab-generate", state="visible")  # a language model: its own tab
+    assert (
+        page.locator("#tab-translate").is_hidden() and page.locator("#panel-translate").is_hidden()
+    )
+    assert "language model transformer" in page.text_content("#model-info")
+    page.fill("#prompt", "the time")
+    page.fill("#new-tokens", "10")
+    page.click("#generate-button")
+    page.wait_for_selector("body[data-state=done] svg.heatmap[data-kind=lm]", timeout=20_000)
+    body = {"prompt": "the time", "max_new_tokens": 10}
+    expected = httpx.post(f"{lm_server}/api/generate", json=body, timeout=30).json()
+    assert page.text_content("#gen-prompt") == "the time"
+    assert page.text_content("#gen-continuation") == expected["continuation"]
+    assert "greedy" in page.text_content("#gen-timing")
+
+    # the map: new tokens (rows) over the context (columns), last layer, mean of heads
+    N, P = 10, len("the time")
+    svg = page.locator("svg.heatmap[data-kind=lm]")
+    assert svg.get_attribute("data-rows") == str(N)
+    assert svg.get_attribute("data-cols") == str(P + N - 1)
+    assert svg.locator("rect.cell").count() == N * (P + N - 1)
+    mean = sum(head[3][2] for head in expected["attention"][-1]) / 2
+    cell = svg.locator("rect.cell[data-row='3'][data-col='2']")
+    assert float(cell.get_attribute("data-weight")) == pytest.approx(mean, abs=1e-3)
+
+    # one new token's attention as shading over the context it saw (up to its chooser)
+    assert page.locator("#gen-tokens button").count() == N
+    assert page.locator("#gen-context span").count() == P  # token 0: chosen at the prompt's end
+    page.locator("#gen-tokens button").nth(4).click()
+    assert page.locator("#gen-tokens button").nth(4).get_attribute("aria-selected") == "true"
+    page.select_option("#gen-layer", value="0")
+    page.select_option("#gen-head", value="1")
+    spans = page.locator("#gen-context span")
+    assert spans.count() == P + 4 and page.locator("#gen-context span.chooser").count() == 1
+    shown = [float(w) for w in spans.evaluate_all("s => s.map(x => x.dataset.weight)")]
+    assert shown == pytest.approx(expected["attention"][0][1][4][: P + 4], abs=1e-3)
+    page.screenshot(path=str(tmp_path / "generate.png"), full_page=True)
+
+    # a refused prompt shows the server's message and clears the result
+    page.fill("#prompt", "1984")
+    page.click("#generate-button")
+    page.wait_for_selector("#gen-error:not([hidden])")
+    assert "letters and spaces only" in page.text_content("#gen-error")
+    assert (
+        page.locator("#gen-result").is_hidden() and page.locator("#gen-heatmaps svg").count() == 0
+    )
+    assert not errors, errors
+    page.close()

@@ -1,12 +1,15 @@
 """The explorer's web app: a JSON API (OpenAPI at ``/openapi.json``) and a static page.
 
     POST /api/translate         text -> tokens, translation, time and every attention map
-    GET  /api/info              arch, vocabulary sizes and request limits
+    POST /api/generate          prompt -> continuation and each new token's attention
+    GET  /api/info              the task, arch, vocabulary sizes and request limits
     POST /api/nadaraya-watson   kernel width -> fitted curve and attention matrix
     GET  /                      the page; GET /static/<name> its script and style
 
-Static files come from a fixed table read at start-up: no part of a request path is
-ever joined to a file-system path. FastAPI's ``/docs`` pages are turned off because
+A translator checkpoint (``attnkit translate train``, ``attnkit demo``) serves
+``/api/translate``, a language model (``attnkit lm train``) ``/api/generate``; the other
+one answers 404 saying which checkpoint it needs. Static files come from a fixed table
+read at start-up: no part of a request path is ever joined to a file-system path. FastAPI's ``/docs`` pages are turned off because
 they load Swagger UI from a CDN; the schema itself is served.
 """
 
@@ -26,10 +29,17 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from attnkit.serve.model_service import InputError, ModelService, escape_unencodable
+from attnkit.checkpoint import read_checkpoint_config
+from attnkit.serve.lm_service import LMService
+from attnkit.serve.model_service import (
+    CheckpointLoadError,
+    InputError,
+    ModelService,
+    escape_unencodable,
+)
 from attnkit.serve.nadaraya_watson import MAX_WIDTH, MIN_WIDTH, nadaraya_watson
 
-__all__ = ["create_app", "create_app_for_service"]
+__all__ = ["create_app", "create_app_for_service", "load_service"]
 
 # name -> media type of every file the page needs; nothing else is ever served
 STATIC_FILES = {
@@ -82,18 +92,64 @@ class TranslateResponse(BaseModel):
     )
 
 
-class InfoResponse(BaseModel):
-    arch: str
-    tokenizer: str = Field(description='"word" or "sentencepiece" (subword pieces).')
-    model_config_: dict[str, Any] = Field(alias="model_config")
-    src_vocab_size: int
-    tgt_vocab_size: int
-    max_chars: int
-    max_tokens: int = Field(
-        description="Most English words (punctuation included), or subword pieces, per text."
+class GenerateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    prompt: str = Field(description="Text to continue.", examples=["the time traveller"])
+    max_new_tokens: StrictInt | None = Field(
+        None,
+        description="Tokens to add, 1 to the server's limit (null: 50, or fewer where the "
+        "limit or the model's context leaves less room).",
     )
-    max_beam: int
+    temperature: float = Field(
+        0.0, allow_inf_nan=False, description="0 = greedy; > 0 samples from softmax(logits / T)."
+    )
+    top_k: StrictInt | None = Field(None, description="Sample among the k most likely tokens.")
+    top_p: float | None = Field(
+        None, allow_inf_nan=False, description="Sample in the smallest set with mass >= top_p."
+    )
+    seed: StrictInt | None = Field(
+        None, ge=0, le=2**63 - 1, description="The same seed gives the same sample."
+    )
+
+
+class GenerateResponse(BaseModel):
+    prompt: str = Field(description="The prompt as the model read it (character and word "
+                        "models: normalized like their corpus).")  # fmt: skip
+    text: str = Field(description="The prompt followed by its continuation.")
+    continuation: str = Field(description="The new text only.")
+    prompt_tokens: list[str] = Field(description="The prompt's tokens (P).")
+    new_tokens: list[str] = Field(description="The new tokens (N).")
+    seconds: float = Field(description="Time spent generating and recording attention.")
+    arch: str
+    attention: Maps = Field(
+        description="Transformer: (L, H, N, K), row j = the attention that chose new token "
+        "j, over the K = P + N - 1 positions (prompt + new tokens) up to it; null for an RNN."
+    )
+
+
+class InfoResponse(BaseModel):
+    task: str = Field(description='"translation" or "language-model".')
+    arch: str
+    tokenizer: str = Field(
+        description='"word" or "sentencepiece" (subword pieces); a language model: "char", '
+        '"word" or "sentencepiece".'
+    )
+    model_config_: dict[str, Any] = Field(alias="model_config")
+    max_chars: int
     device: str
+    src_vocab_size: int | None = Field(None, description="Translation only.")
+    tgt_vocab_size: int | None = Field(None, description="Translation only.")
+    max_tokens: int | None = Field(
+        None,
+        description="Translation: most English words (punctuation included), or subword "
+        "pieces, per text.",
+    )
+    max_beam: int | None = Field(None, description="Translation only.")
+    vocab_size: int | None = Field(None, description="Language model only.")
+    context_length: int | None = Field(
+        None, description="Language model: a Transformer's context (null for an RNN)."
+    )
+    max_new_tokens: int | None = Field(None, description="Language model only.")
 
 
 class NWRequest(BaseModel):
@@ -234,12 +290,18 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
     return response
 
 
-def create_app_for_service(service: ModelService) -> FastAPI:
-    """The app around an already loaded ``ModelService``."""
+def create_app_for_service(service: ModelService | LMService) -> FastAPI:
+    """The app around an already loaded ``ModelService`` (a translator) or ``LMService``
+    (a language model)."""
+    if not isinstance(service, ModelService | LMService):
+        raise TypeError(
+            f"service must be a ModelService or an LMService, got {type(service).__name__}"
+        )
     static = _load_static()
     app = FastAPI(
         title="attnkit attention explorer",
-        description="Translate English to French and look at the model's attention.",
+        description="Translate English to French, or continue a prompt with a language "
+        "model, and look at the model's attention.",
         version="1",
         docs_url=None,  # Swagger UI and ReDoc load from a CDN; /openapi.json is enough
         redoc_url=None,
@@ -253,6 +315,8 @@ def create_app_for_service(service: ModelService) -> FastAPI:
     @app.post("/api/translate", response_model=TranslateResponse, responses=errors)
     async def translate(req: TranslateRequest) -> dict[str, Any]:
         """Translate one sentence and return every attention map as nested lists."""
+        if not isinstance(service, ModelService):
+            return _wrong_task("/api/translate", "a translator", "/api/generate")
         try:
             result = await run_in_threadpool(
                 service.translate, req.text, req.beam_size, req.allow_unknown, req.merge_pieces
@@ -270,9 +334,24 @@ def create_app_for_service(service: ModelService) -> FastAPI:
             "unknown_words": result.unknown_words,
         }
 
-    @app.get("/api/info", response_model=InfoResponse)
+    @app.post("/api/generate", response_model=GenerateResponse, responses=errors)
+    async def generate(req: GenerateRequest) -> dict[str, Any]:
+        """Continue a prompt; a Transformer's response holds each new token's attention."""
+        if not isinstance(service, LMService):
+            return _wrong_task("/api/generate", "a language model", "/api/translate")
+        sampling = {"temperature": req.temperature, "top_k": req.top_k, "top_p": req.top_p,
+                    "seed": req.seed}  # fmt: skip
+        try:
+            result = await run_in_threadpool(
+                lambda: service.generate(req.prompt, req.max_new_tokens, **sampling)
+            )
+        except InputError as e:
+            return _error(422, str(e), e.field)
+        return {**vars(result), "arch": service.arch}
+
+    @app.get("/api/info", response_model=InfoResponse, response_model_exclude_none=True)
     async def info() -> dict[str, Any]:
-        """The model's architecture, vocabulary sizes and the request limits."""
+        """The task, the model's architecture, vocabulary sizes and the request limits."""
         return service.info()
 
     @app.post("/api/nadaraya-watson", response_model=NWResponse, responses=errors)
@@ -291,6 +370,15 @@ def create_app_for_service(service: ModelService) -> FastAPI:
     return app
 
 
+def _wrong_task(endpoint: str, needs: str, other: str) -> JSONResponse:
+    detail = (
+        f"{endpoint} needs {needs}; this server holds "
+        + ("a language model (attnkit lm train)" if needs == "a translator" else "a translator")
+        + f": use {other}"
+    )
+    return _error(404, detail, None)
+
+
 def _static_response(static: dict[str, bytes], name: str) -> Response:
     if name not in static:  # a lookup in a fixed table, never a file-system path
         raise HTTPException(404, detail="not found")
@@ -306,10 +394,43 @@ def create_app(
     max_chars: int = 200,
     *,
     max_beam: int = 10,
+    max_new_tokens: int = 200,
     device: str = "cpu",
 ) -> FastAPI:
-    """Load ``checkpoint_dir`` (``CheckpointLoadError`` on failure) and build the app."""
-    service = ModelService.from_checkpoint(
-        checkpoint_dir, device=device, max_chars=max_chars, max_beam=max_beam
+    """Load ``checkpoint_dir`` (``CheckpointLoadError`` on failure) and build the app: a
+    translator's (``max_beam``) or a language model's (``max_new_tokens``)."""
+    return create_app_for_service(
+        load_service(
+            checkpoint_dir,
+            device=device,
+            max_chars=max_chars,
+            max_beam=max_beam,
+            max_new_tokens=max_new_tokens,
+        )
     )
-    return create_app_for_service(service)
+
+
+def load_service(
+    directory: str | os.PathLike,
+    *,
+    device: str = "cpu",
+    max_chars: int = 200,
+    max_beam: int = 10,
+    max_new_tokens: int = 200,
+) -> ModelService | LMService:
+    """The service of a checkpoint folder, by its task: a ``ModelService`` for a translator,
+    an ``LMService`` for a language model; ``CheckpointLoadError`` with the reason."""
+    try:
+        task = read_checkpoint_config(directory, task=None).get("task", "translation")
+    except (OSError, ValueError) as e:
+        raise CheckpointLoadError(f"cannot load checkpoint {directory}: {e}") from e
+    if task != "lm":
+        return ModelService.from_checkpoint(
+            directory, device=device, max_chars=max_chars, max_beam=max_beam
+        )
+    try:
+        return LMService.from_checkpoint(
+            directory, device=device, max_chars=max_chars, max_new_tokens=max_new_tokens
+        )
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
+        raise CheckpointLoadError(f"cannot load checkpoint {directory}: {e}") from e

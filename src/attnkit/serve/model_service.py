@@ -124,6 +124,7 @@ class ModelService:
 
     def info(self) -> dict[str, Any]:
         return {
+            "task": "translation",
             "arch": self.arch,
             "tokenizer": self.tokenizer,
             "model_config": self.model_config,

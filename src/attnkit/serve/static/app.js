@@ -3,7 +3,7 @@
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 const $ = (id) => document.getElementById(id);
-const state = { info: null, result: null, nwPending: null, nwBusy: false };
+const state = { info: null, result: null, gen: null, genToken: 0, nwPending: null, nwBusy: false };
 
 // ---------------------------------------------------------------------------- helpers
 
@@ -221,6 +221,7 @@ async function loadInfo() {
   try {
     const info = await api("/api/info");
     state.info = info;
+    if (info.task === "language-model") return setUpGenerate(info);
     const cfg = Object.entries(info.model_config).map(([k, v]) => `${k}=${v}`).join(", ");
     const subword = info.tokenizer === "sentencepiece";
     const unit = subword ? "subword pieces" : "words";
@@ -236,6 +237,128 @@ async function loadInfo() {
     updateCount();
   } catch (e) {
     $("model-info").textContent = `could not load model information: ${e.message}`;
+  }
+}
+
+// ---------------------------------------------------------------------------- generate tab
+
+// a language model's token as text: SentencePiece's word boundary "▁" as a space
+function tokenText(tok) { return state.info.tokenizer === "sentencepiece" ? tok.replace(/\u2581/g, " ") : tok; }
+// ... and as an axis label or a button: spaces made visible
+function tokenLabel(tok) { return visible(tokenText(tok)).replace(/ /g, "␣"); }
+
+function setUpGenerate(info) {
+  const cfg = Object.entries(info.model_config).map(([k, v]) => `${k}=${v}`).join(", ");
+  const unit = { char: "characters", word: "words", sentencepiece: "subword pieces" }[info.tokenizer];
+  const ctx = info.context_length ? ` · context ${info.context_length} tokens` : "";
+  $("model-info").textContent = `language model ${info.arch} (${cfg}) · ${info.vocab_size} ${unit}${ctx}`;
+  $("tab-translate").hidden = true;
+  $("tab-generate").hidden = false;
+  $("prompt").maxLength = info.max_chars;
+  $("new-tokens").max = info.max_new_tokens;
+  selectTab("generate");
+}
+
+function numberOrNull(id) { return $(id).value === "" ? null : Number($(id).value); }
+
+function drawGen() {
+  const res = state.gen;
+  hideTip();
+  $("gen-heatmaps").replaceChildren();
+  $("gen-context").replaceChildren();
+  if (!res || !res.attention) return;
+  const matrix = pick(res.attention, Number($("gen-layer").value || 0), $("gen-head").value || "mean");  // (N, K)
+  const context = [...res.prompt_tokens, ...res.new_tokens.slice(0, -1)];  // K
+  const j = Math.min(state.genToken, matrix.length - 1);
+  const chooser = res.prompt_tokens.length - 1 + j;  // the position whose output is token j
+  [...$("gen-tokens").children].forEach((b, i) => b.setAttribute("aria-selected", String(i === j)));
+  // token j's attention as shading over the context it could see
+  const row = matrix[j];
+  const vmax = Math.max(...row) || 1;
+  const sep = state.info.tokenizer === "word" ? " " : "";
+  context.slice(0, chooser + 1).forEach((tok, k) => {
+    const span = document.createElement("span");
+    span.textContent = tokenText(tok);
+    span.style.background = color(row[k] / vmax);
+    span.dataset.weight = row[k].toFixed(4);
+    if (k === chooser) span.className = "chooser";
+    span.addEventListener("mousemove", (ev) => showTip(ev, `“${tokenLabel(tok)}”: ${row[k].toFixed(3)}`));
+    span.addEventListener("mouseleave", hideTip);
+    $("gen-context").append(span, sep);
+  });
+  // every new token's row: new tokens (rows) over the context (columns)
+  const cell = Math.max(6, Math.min(22, Math.floor(1100 / Math.max(context.length, 1))));
+  const where = `layer ${Number($("gen-layer").value) + 1}, ` +
+    ($("gen-head").value === "mean" ? "mean of heads" : `head ${Number($("gen-head").value) + 1}`);
+  $("gen-heatmaps").appendChild(heatmap(matrix, res.new_tokens.map(tokenLabel), context.map(tokenLabel), {
+    kind: "lm", title: `attention of each new token over its context · ${where}`,
+    rowName: "new token", colName: "context token", cell, every: cell < 10 ? Math.ceil(10 / cell) : 1,
+  }));
+}
+
+function showGen(res, req) {
+  state.gen = res;
+  state.genToken = 0;
+  $("gen-prompt").textContent = res.prompt;
+  $("gen-continuation").textContent = res.continuation;
+  const how = req.temperature > 0
+    ? `sampled at temperature ${req.temperature}` + (req.top_k ? `, top-k ${req.top_k}` : "") +
+      (req.top_p ? `, top-p ${req.top_p}` : "") + (req.seed !== null ? `, seed ${req.seed}` : "")
+    : "greedy";
+  const none = res.attention ? "" : " · a recurrent model: no attention to show";
+  $("gen-timing").textContent = `${res.new_tokens.length} new tokens · ${how} · ` +
+    `${(res.seconds * 1000).toFixed(1)} ms${none}`;
+  $("gen-attention").hidden = !res.attention;
+  if (res.attention) {
+    const L = res.attention.length, Hn = res.attention[0].length;
+    fillSelect($("gen-layer"), Array.from({ length: L }, (_, i) => [String(i), `layer ${i + 1}`]), true);
+    if (!$("gen-layer").value) $("gen-layer").value = String(L - 1);
+    fillSelect($("gen-head"), [["mean", "mean of heads"], ...Array.from({ length: Hn }, (_, i) => [String(i), `head ${i + 1}`])], true);
+    $("gen-tokens").replaceChildren(...res.new_tokens.map((tok, i) => {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = tokenLabel(tok);
+      b.setAttribute("role", "option");
+      b.addEventListener("click", () => { state.genToken = i; drawGen(); });
+      return b;
+    }));
+  }
+  $("gen-result").hidden = false;
+  drawGen();
+}
+
+function clearGen() {
+  state.gen = null;
+  $("gen-result").hidden = true;
+  for (const id of ["gen-prompt", "gen-continuation", "gen-timing"]) $(id).textContent = "";
+  for (const id of ["gen-tokens", "gen-context", "gen-heatmaps"]) $(id).replaceChildren();
+  hideTip();
+}
+
+async function onGenerate(ev) {
+  ev.preventDefault();
+  const button = $("generate-button");
+  $("gen-error").hidden = true;
+  button.disabled = true;
+  document.body.dataset.state = "busy";
+  const req = {
+    prompt: $("prompt").value,
+    max_new_tokens: numberOrNull("new-tokens"),
+    temperature: numberOrNull("temperature") ?? 0,
+    top_k: numberOrNull("top-k"),
+    top_p: numberOrNull("top-p"),
+    seed: numberOrNull("seed"),
+  };
+  try {
+    showGen(await api("/api/generate", req), req);
+    document.body.dataset.state = "done";
+  } catch (e) {
+    clearGen();  // the previous prompt's continuation must not stay under the error
+    $("gen-error").textContent = e.message;
+    $("gen-error").hidden = false;
+    document.body.dataset.state = "error";
+  } finally {
+    button.disabled = false;
   }
 }
 
@@ -298,7 +421,7 @@ async function updateNW() {
 // ---------------------------------------------------------------------------- tabs and start-up
 
 function selectTab(name) {
-  for (const tab of ["translate", "nw"]) {
+  for (const tab of ["translate", "generate", "nw"]) {
     const on = tab === name;
     $(`tab-${tab}`).setAttribute("aria-selected", String(on));
     $(`panel-${tab}`).hidden = !on;
@@ -318,5 +441,9 @@ document.addEventListener("DOMContentLoaded", () => {
   $("width").addEventListener("input", updateNW);
   $("tab-translate").addEventListener("click", () => selectTab("translate"));
   $("tab-nw").addEventListener("click", () => selectTab("nw"));
+  $("tab-generate").addEventListener("click", () => selectTab("generate"));
+  $("generate-form").addEventListener("submit", onGenerate);
+  $("gen-layer").addEventListener("change", drawGen);
+  $("gen-head").addEventListener("change", drawGen);
   loadInfo();
 });
