@@ -33,7 +33,9 @@ those of plain multi-head attention):
 The kernel: PyTorch's ``scaled_dot_product_attention``, with ``is_causal`` when a causal
 layer has no other mask and Q = K (no mask at all for one query over its cache), a
 boolean mask otherwise, and ALiBi's bias as a float mask (the future and masked keys at
-``finfo(dtype).min``; a row with no key to attend is zeroed, never NaN).
+``finfo(dtype).min``; a row with no key to attend is zeroed, never NaN). Plain heads on
+the CPU in half precision at short lengths use explicit products instead, which measured
+faster there (``attention.kernels``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from attnkit._validate import boolean, optional, positive_int, positive_number, 
 from attnkit.attention import key_padding
 from attnkit.attention.alibi import ALiBi
 from attnkit.attention.dropout import dropout as _dropout
+from attnkit.attention.kernels import choose_kernel, explicit_attention
 from attnkit.attention.kv_cache import KVCache
 from attnkit.attention.masking import attention_mask, masked_softmax
 from attnkit.attention.positional import IN_ATTENTION, check_positions
@@ -332,6 +335,8 @@ class MultiHeadAttention(nn.Module):
             return dropped @ v, weights
         is_causal = fast_causal and Q > 1 and bias is None
         if plain:
+            if is_causal and choose_kernel(q, K) == "matmul":
+                return explicit_attention(q, k, v, None, p, is_causal=True), None
             if is_causal:
                 return F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True), None
             return scaled_dot_product(q, k, v, mask, p, False)

@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from attnkit._validate import check_qkv, positive_int, probability
 from attnkit.attention.dropout import Dropout, dropout
+from attnkit.attention.kernels import choose_kernel, explicit_attention
 from attnkit.attention.masking import as_mask, masked_softmax
 from attnkit.attention.recording import note_weights, recording
 
@@ -33,13 +34,17 @@ def scaled_dot_product(
         q: (..., Q, D); k: (..., K, D); v: (..., K, Dv).
         mask: bool, broadcastable to (..., Q, K), True = attend.
         dropout_p: dropout on the weights (pass 0.0 in eval mode).
-        need_weights: return the exact weights; otherwise run the fused
-            ``F.scaled_dot_product_attention`` and return ``None`` for them.
+        need_weights: return the exact weights; otherwise run the kernel
+            ``attention.kernels`` chooses for the device, dtype and length (the fused
+            ``F.scaled_dot_product_attention``, or explicit products on the CPU in half
+            precision) and return ``None`` for them.
 
     Returns:
         output (..., Q, Dv) and weights (..., Q, K) or None. Rows with no key to
         attend give zero weights and a zero output on every path.
     """
+    if not need_weights and choose_kernel(q, k.shape[-2]) == "matmul":
+        return explicit_attention(q, k, v, mask, dropout_p), None
     if not need_weights:  # (an explicit path with attnkit's CPU dropout measured slower)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
         if mask is not None and out.device.type != "cpu":
