@@ -122,7 +122,24 @@ def test_gradcheck_attention_with_alibi():
 def test_the_causal_bias_is_reused_and_errors_name_the_problem():
     alibi = ALiBi(4)
     first = alibi(3, 3, causal=True, dtype=torch.float32, device="cpu")
-    assert alibi(3, 3, causal=True, dtype=torch.float32, device="cpu") is first
+    again = alibi(3, 3, causal=True, dtype=torch.float32, device="cpu")
+    assert again.data_ptr() == first.data_ptr()  # a view of the one table: nothing rebuilt
+    # a decoding step (1 query over K keys) is the last row of the full bias, for every K;
+    # another layer with as many heads shares the table
+    for K in (1, 5, 64, 65, 130):
+        step = ALiBi(4)(1, K, causal=True, dtype=torch.float32, device="cpu")
+        full = alibi_bias(4, K, K)[None].masked_fill(
+            ~torch.ones(K, K, dtype=torch.bool).tril(), torch.finfo(torch.float32).min
+        )
+        assert torch.equal(step, full[:, :, -1:]) and torch.equal(
+            alibi(K, K, causal=True, dtype=torch.float32, device="cpu"), full
+        )
+    assert torch.equal(
+        alibi(2, 5, causal=False, dtype=torch.float64, device="cpu")[0],
+        alibi_bias(4, 2, 5, dtype=torch.float64),
+    )
+    with pytest.raises(ValueError, match="ALiBi needs 1 <= num_queries <= num_keys"):
+        alibi(3, 2, causal=True, dtype=torch.float32, device="cpu")
     assert alibi.state_dict() == {} and list(alibi.parameters()) == []
     assert MultiHeadAttention(8, 2, positions="alibi").state_dict().keys() == {
         "W_qkv.weight",

@@ -19,6 +19,7 @@ query sees and its symmetric extension for a non-causal one.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -67,21 +68,35 @@ def alibi_bias(
     return (-m * distance).to(dtype)  # (H, Q, K)
 
 
+@functools.lru_cache(maxsize=4)
+def _bias_table(num_heads: int, size: int, causal: bool, dtype, device) -> Tensor:
+    """The bias of ``size`` queries over ``size`` keys, (1, H, size, size): every smaller
+    (Q, K) is its slice ``[..., K - Q : K, :K]``. Shared by the layers of a model (their
+    slopes are the same) and kept between calls; ``size`` is a power of two, so a growing
+    cache rebuilds it log2(K) times, not once per step."""
+    slopes = torch.tensor(alibi_slopes(num_heads), dtype=torch.float64)
+    bias = alibi_bias(slopes, size, size, dtype=dtype, device=device)  # (H, size, size)
+    if causal:
+        future = torch.ones(size, size, dtype=torch.bool, device=device).triu(1)  # j > i
+        bias = bias.masked_fill(future, torch.finfo(dtype).min)
+    return bias.unsqueeze(0)
+
+
 class ALiBi(nn.Module):
     """The score bias of one attention layer (no parameters, no state).
 
     ``forward(Q, K, causal=..., dtype=..., device=...)`` returns the (1, H, Q, K) float
     bias to add to the scores; with ``causal`` the keys after each query are already at
     ``torch.finfo(dtype).min`` (so the bias is the whole mask of a causal layer: a float
-    ``attn_mask`` for ``scaled_dot_product_attention``). The last bias is kept and reused
-    while Q, K, dtype and device stay the same (every training step).
+    ``attn_mask`` for ``scaled_dot_product_attention``). It is a view of a table built once
+    for the largest K seen (rounded up to a power of two) and shared by every layer with
+    as many heads: a decoding step costs a slice, not a new bias.
     """
 
     def __init__(self, num_heads: int) -> None:
         super().__init__()
         self.num_heads = positive_int("num_heads", num_heads)
         self._slopes = alibi_slopes(self.num_heads)
-        self._last: tuple[tuple, Tensor] | None = None
 
     @property
     def slopes(self) -> Tensor:
@@ -105,17 +120,14 @@ class ALiBi(nn.Module):
         Returns:
             -m_h |i - j|, with the future at ``finfo(dtype).min`` when ``causal``.
         """
-        key = (num_queries, num_keys, causal, dtype, torch.device(device))
-        if self._last is not None and self._last[0] == key:
-            return self._last[1]
-        bias = alibi_bias(self.slopes, num_queries, num_keys, dtype=dtype, device=device)
-        if causal:
-            q = torch.arange(num_keys - num_queries, num_keys, device=device)[:, None]  # (Q, 1)
-            future = torch.arange(num_keys, device=device)[None, :] > q  # (Q, K)
-            bias = bias.masked_fill(future, torch.finfo(dtype).min)
-        bias = bias.unsqueeze(0)  # (1, H, Q, K)
-        self._last = (key, bias)
-        return bias
+        if not 1 <= num_queries <= num_keys:
+            raise ValueError(
+                f"ALiBi needs 1 <= num_queries <= num_keys (the queries are the last Q keys), "
+                f"got {num_queries} and {num_keys}"
+            )
+        size = max(64, 1 << (num_keys - 1).bit_length())  # the power of two >= K
+        table = _bias_table(self.num_heads, size, causal, dtype, torch.device(device))
+        return table[:, :, num_keys - num_queries : num_keys, :num_keys]  # (1, H, Q, K)
 
     def extra_repr(self) -> str:
         return f"num_heads={self.num_heads}"
