@@ -334,3 +334,23 @@ def test_padded_pairs_stopped_mid_epoch_resume_exactly_with_a_seeded_loader():
     bad = Engine(straight.model, PaddedPairsTask(unseeded, bos), EngineConfig(epochs=1))
     with pytest.raises(ValueError, match="draws its order from the global RNG"):
         bad.checkpoint_config()
+
+
+def test_a_resumed_run_takes_its_own_lr_and_a_passed_optimizer_keeps_its_state(tmp_path):
+    """--resume --lr X: the optimizer state comes back (Adam's moments), its lr is the new
+    run's (it used to stay the checkpoint's: the flag was silently ignored); an optimizer
+    the caller built keeps the lr its state holds."""
+    config = {"optimizer": "adam", "out_dir": str(tmp_path), "progress": False, "log_every": 0}
+    first = Engine(_linear(), LinearTask(_data()), EngineConfig(epochs=1, lr=0.1, **config))
+    first.fit()
+    moments = first.optimizer.state_dict()["state"][0]["exp_avg"].clone()
+    again = Engine(_linear(), LinearTask(_data()), EngineConfig(epochs=2, lr=0.02, **config))
+    assert again.resume() and again.epoch == 1
+    assert [g["lr"] for g in again.optimizer.param_groups] == [0.02]
+    assert torch.equal(again.optimizer.state_dict()["state"][0]["exp_avg"], moments)
+    model = _linear()
+    mine = torch.optim.Adam(model.parameters(), lr=0.5)
+    passed = Engine(
+        model, LinearTask(_data()), EngineConfig(epochs=2, lr=0.02, **config), optimizer=mine
+    )
+    assert passed.resume() and [g["lr"] for g in mine.param_groups] == [0.1]

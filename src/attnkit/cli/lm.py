@@ -137,6 +137,9 @@ def _data_flags(data, book: dict, tf: dict) -> None:
                       help="the last F of the corpus held out for the validation perplexity "
                       f"(default {book['val_fraction']} for rnn, {tf['val_fraction']} for "
                       "transformer)")  # fmt: skip
+    data.add_argument("--val-steps", type=int, default=None, metavar="N",
+                      help="tokens per validation window, each from a fresh state (default: "
+                      "--num-steps); one length for models trained on different windows")  # fmt: skip
 
 
 def _positive(flag: str, value: int) -> None:
@@ -203,7 +206,8 @@ def _resolve(a: argparse.Namespace):
         )
     data = {"source": a.data or a.dataset, "token": a.token, "max_tokens": a.max_tokens,
             "batch_size": a.batch_size, "num_steps": a.num_steps, "use_random_iter": a.random_iter,
-            "val_fraction": a.val_fraction, "tokenizer": a.tokenizer, "subword_vocab": a.vocab_size}  # fmt: skip
+            "val_fraction": a.val_fraction, "val_steps": a.val_steps, "tokenizer": a.tokenizer,
+            "subword_vocab": a.vocab_size}  # fmt: skip
     flags = {"model": given_flags(a, "model__"), "train": given_flags(a, "train__"), "data": data}
     resolved = resolve(
         "lm", arch=a.arch, preset=a.preset, checkpoint=previous, flags=flags, where=str(out)
@@ -215,7 +219,7 @@ def run_train(a: argparse.Namespace) -> int:
     from attnkit import distributed
 
     sizes = {"--layers": a.model__num_layers, "--hiddens": a.model__num_hiddens,
-             "--batch-size": a.batch_size, "--num-steps": a.num_steps,
+             "--batch-size": a.batch_size, "--num-steps": a.num_steps, "--val-steps": a.val_steps,
              "--epochs": a.train__epochs}  # fmt: skip
     for flag, value in sizes.items():  # the given ones: before looking at --out
         if value is not None:
@@ -275,6 +279,7 @@ def _run_config(arch: str, model, resolved, world: int, tokenizer) -> dict:
         "data": str(d["source"]), "max_tokens": d["max_tokens"],
         "batch_size": d["batch_size"], "num_steps": d["num_steps"],
         "use_random_iter": d["use_random_iter"], "val_fraction": d["val_fraction"],
+        "val_steps": d["val_steps"],
     }  # fmt: skip
     if tokenizer is not None:
         data["subword_vocab"], data["tokenizer_model"] = d["subword_vocab"], tokenizer.meta()
@@ -326,13 +331,11 @@ def _train(a: argparse.Namespace, resolved, previous, rank: int, world: int) -> 
     task = LMTask(
         loader, use_random_iter=d["use_random_iter"], vocab=vocab, run_config=run_config,
         val_data=None if val_ids is None else torch.tensor(val_ids),
-        val_steps=d["num_steps"], val_batch_size=d["batch_size"],
+        val_steps=d["val_steps"], val_batch_size=d["batch_size"],
     )  # fmt: skip
     engine = Engine(model, task, config)
     if a.resume and (out / "config.json").is_file():
-        engine.resume()
-        for group in engine.optimizer.param_groups:  # --lr may change on resume
-            group["lr"] = c.lr
+        engine.resume()  # the optimizer takes this run's lr (--lr may change on resume)
         if engine.epoch >= c.epochs:
             say(
                 f"nothing to train: {out} is at epoch {engine.epoch} of --epochs {c.epochs} "

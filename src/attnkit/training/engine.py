@@ -156,6 +156,8 @@ class Engine(GradientSteps, EngineState):
         if config.flat_params and optimizer is None and self.world_size == 1 and self.params:
             flat = flatten_parameters(self.params)
             self.params, self._flat_grad = [flat], flat.grad
+        # built from the config: its learning rate is config.lr's, resumed runs included
+        self._own_optimizer = optimizer is None
         if optimizer is None:
             optimizer = make_optimizer(
                 self.params,

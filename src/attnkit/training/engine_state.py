@@ -52,7 +52,10 @@ class EngineState:
 
     def load_state_dict(self, state: dict[str, Any], history: dict[str, list] | None) -> None:
         if isinstance(self.optimizer, torch.optim.Optimizer) and state.get("optimizer"):
-            self.optimizer.load_state_dict(state["optimizer"])
+            self.optimizer.load_state_dict(state["optimizer"])  # its lr too: the saved one
+            if self._own_optimizer:  # the config's lr (a resumed run's --lr) wins; a
+                for group in self.optimizer.param_groups:  # schedule sets it every step
+                    group["lr"] = self.config.lr
         self.step, self.epoch = int(state["step"]), int(state["epoch"])
         self.batch_in_epoch = int(state.get("batch_in_epoch", 0))
         self._seconds_before = float(state.get("train_seconds", 0.0))  # 0: older checkpoints

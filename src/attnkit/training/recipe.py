@@ -10,7 +10,8 @@ A ``Recipe`` is what a run is meant to be trained with: a model config, training
 - ``lm`` (``attnkit lm train``): the arch's config (``LMConfig`` for ``rnn``, the default,
   ``DecoderLMConfig`` for ``transformer``), ``LMTrainConfig`` fields and the data
   settings: ``source``, ``token``, ``max_tokens``, ``batch_size``, ``num_steps`` (None:
-  the Transformer's context), ``use_random_iter``, ``val_fraction``, ``tokenizer`` and
+  the Transformer's context), ``use_random_iter``, ``val_fraction``, ``val_steps`` (the
+  validation windows; None: ``num_steps``), ``tokenizer`` and
   ``subword_vocab`` (``--vocab-size``, subword data only).
 
 The recipes themselves and ``resolve`` are in ``attnkit.training.recipes``.
@@ -76,6 +77,7 @@ DATA_CHECKS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
         "max_tokens": _or_none(integer, minimum=-1), "batch_size": positive_int,
         "num_steps": _or_none(positive_int), "use_random_iter": boolean,
         "val_fraction": lambda name, value: real(name, value, at_least=0.0, below=1.0),
+        "val_steps": _or_none(positive_int),
         "tokenizer": _choice("book", "sentencepiece"), "subword_vocab": positive_int,
     },
 }

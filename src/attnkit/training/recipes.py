@@ -140,7 +140,8 @@ LM_BOOK = Recipe(
     train={"epochs": 500, "lr": None, "optimizer": "sgd", "clip": 1.0, "seed": 0},
     data={
         "source": "builtin", "token": "char", "max_tokens": 10000, "batch_size": 32,
-        "num_steps": 35, "use_random_iter": False, "val_fraction": 0.0, "tokenizer": "book",
+        "num_steps": 35, "use_random_iter": False, "val_fraction": 0.0, "val_steps": None,
+        "tokenizer": "book",
         "subword_vocab": 1000,
     },
     doc="The book's chapter 8-9 runs, the defaults of ``attnkit lm train``: batch 32, 35 "
@@ -161,7 +162,8 @@ LM_TRANSFORMER = Recipe(
     },
     data={
         "source": "builtin", "token": "char", "max_tokens": -1, "batch_size": 16,
-        "num_steps": None, "use_random_iter": True, "val_fraction": 0.1, "tokenizer": "book",
+        "num_steps": None, "use_random_iter": True, "val_fraction": 0.1, "val_steps": None,
+        "tokenizer": "book",
         "subword_vocab": 1000,
     },
     doc=TRANSFORMER_DOC,
@@ -330,8 +332,8 @@ def _check_lm_model_flags(arch: str, given: Mapping[str, Any]) -> None:
 def _lm_data(arch: str, model, data: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     """A language model's data arguments: the subword size for subword data only (given
     otherwise: refused), ``--token`` for characters or words only, ``num_steps`` None:
-    the Transformer's context, never past the positions a learned or sinusoidal table
-    was trained on."""
+    the Transformer's context, ``val_steps`` None: ``num_steps``; neither past the
+    positions a learned or sinusoidal table was trained on."""
     data = dict(data)
     if data.get("tokenizer") != "sentencepiece":
         flags = [_flag("lm", "data", k) for k in SUBWORD_KEYS["lm"] if k in given]
@@ -343,12 +345,14 @@ def _lm_data(arch: str, model, data: dict[str, Any], given: dict[str, Any]) -> d
         if arch != "transformer":
             raise ValueError("num_steps must be set for --arch rnn (--num-steps)")
         data["num_steps"] = model.context_length
-    if arch == "transformer":
-        steps, context = data["num_steps"], model.context_length
+    if data.get("val_steps") is None:
+        data["val_steps"] = data["num_steps"]
+    for key in ("num_steps", "val_steps") if arch == "transformer" else ():
+        steps, context, flag = data[key], model.context_length, _flag("lm", "data", key)
         if steps > context and model.positions not in EXTRAPOLATING:
             raise ValueError(
-                f"--num-steps {steps} is longer than --context {context}: positions="
-                f"{model.positions!r} has no position past the context; use --num-steps "
+                f"{flag} {steps} is longer than --context {context}: positions="
+                f"{model.positions!r} has no position past the context; use {flag} "
                 f"{context} or less, or a larger --context"
             )
     return data
