@@ -147,6 +147,8 @@ def read_checkpoint_config(
     ``task``: the task the caller needs (None: any); another task's checkpoint is a
     ValueError that names both.
     """
+    if task is not None and not isinstance(task, str):  # a Task's name: any str
+        raise TypeError(f"task must be a task's name (str) or None, got {type(task).__name__}")
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"no checkpoint at {directory}: not a directory")

@@ -273,6 +273,9 @@ def test_both_kinds_train_and_validate_on_the_engine(data, kind):
     assert history["val_loss"] == pytest.approx([math.log(V)] * 2, rel=1e-5)
     with pytest.raises(ValueError, match="val_data holds 5 tokens: the validation needs"):
         LMTask([], val_data=torch.arange(5), val_steps=7)
+    for bad in (torch.rand(50), torch.arange(50).view(5, 10), [True] * 50):
+        with pytest.raises(TypeError, match=r"val_data must be token ids, a 1-D integer tensor"):
+            LMTask([], val_data=bad, val_steps=7)  # used to be truncated or misread silently
 
 
 def test_a_transformer_lm_trains_with_train_lm(data):

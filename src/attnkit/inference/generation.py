@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor, nn
 
-from attnkit._validate import non_negative_int, one_of
+from attnkit._validate import boolean, non_negative_int, one_of
 from attnkit.attention.positional import EXTRAPOLATING
 from attnkit.data.text import Vocab
 from attnkit.inference.sampling import token_picker
@@ -166,25 +166,34 @@ def _left_pad(rows: list[list[int]], device) -> tuple[Tensor, Tensor | None]:
 def _transformer_steps(model, rows, max_new: int, pick, device, use_cache: bool):
     """Yield the next ids (B,) of a ``DecoderLM``, step by step."""
     ctx = model.context_length
-    seq, mask = _left_pad(rows, device)  # (B, P), (B, P) or None
-    cache = model.new_cache(capacity=min(seq.shape[1] + max_new, ctx)) if use_cache else None
-    logits = model(seq, cache=cache, key_mask=mask)[:, -1]  # (B, V): prefill
+    prompt, prompt_mask = _left_pad(rows, device)  # (B, P), (B, P) or None
+    B, P = prompt.shape
+    seq = prompt.new_zeros(B, P + max_new)  # (B, P + N): the prompts, then each new id
+    seq[:, :P] = prompt
+    mask = None  # (B, P + N): real tokens (the new ones all are)
+    if prompt_mask is not None:
+        mask = torch.ones(B, P + max_new, dtype=torch.bool, device=device)
+        mask[:, :P] = prompt_mask
+    cache = model.new_cache(capacity=min(P + max_new, ctx)) if use_cache else None
+    logits = model(prompt, cache=cache, key_mask=prompt_mask)[:, -1]  # (B, V): prefill
+    n = P  # positions filled
     for step in range(max_new):
         nxt = pick(logits)  # (B,) on the CPU
         yield nxt
         if step == max_new - 1:
             break
-        seq = torch.cat([seq, nxt.to(device)[:, None]], dim=1)  # (B, P + step + 1)
-        if mask is not None:
-            mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
-        if cache is not None and seq.shape[1] <= ctx:  # one new position over the cache
-            logits = model(seq[:, -1:], cache=cache, key_mask=mask)[:, -1]
+        seq[:, n] = nxt.to(device)
+        n += 1
+        if cache is not None and n <= ctx:  # one new position over the cache
+            held = None if mask is None else mask[:, :n]
+            logits = model(seq[:, n - 1 : n], cache=cache, key_mask=held)[:, -1]
         else:  # no cache, or past the context: a full pass over the last ctx tokens
             cache = None
-            window = None if mask is None else mask[:, -ctx:]
+            start = max(0, n - ctx)
+            window = None if mask is None else mask[:, start:n]
             if window is not None and bool(window.all()):
                 window = None
-            logits = model(seq[:, -ctx:], key_mask=window)[:, -1]
+            logits = model(seq[:, start:n], key_mask=window)[:, -1]
 
 
 def _rnn_steps(model, rows, max_new: int, pick, device):
@@ -273,6 +282,7 @@ def generate_ids(
     rows = _id_rows(prompts)
     max_new_tokens = non_negative_int("max_new_tokens", max_new_tokens)
     pick = token_picker(temperature, top_k, top_p, seed, generator)
+    boolean("use_cache", use_cache)
     if stream is not None and not callable(stream):
         raise TypeError(f"stream must be callable or None, got {type(stream).__name__}")
     rows = _fit_context(model, rows)

@@ -210,7 +210,20 @@ class LMTask(Task):
         self.run_config = dict(run_config or {})
         self.val_steps = positive_int("val_steps", val_steps)
         self.val_batch_size = positive_int("val_batch_size", val_batch_size)
-        self.val_data = None if val_data is None else torch.as_tensor(val_data).long()
+        self.val_data = None
+        if val_data is not None:
+            ids = torch.as_tensor(val_data)
+            if (
+                ids.dim() != 1
+                or ids.is_floating_point()
+                or ids.is_complex()
+                or ids.dtype == torch.bool
+            ):
+                raise TypeError(
+                    f"val_data must be token ids, a 1-D integer tensor (N,), got {ids.dtype} of "
+                    f"shape {tuple(ids.shape)}"
+                )
+            self.val_data = ids.long()
         if self.val_data is not None and len(self.val_data) < val_steps + 1:
             raise ValueError(
                 f"val_data holds {len(self.val_data)} tokens: the validation needs at least "
