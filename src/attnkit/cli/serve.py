@@ -2,6 +2,11 @@
 
     attnkit serve --checkpoint runs/transformer            # http://127.0.0.1:8000
     attnkit serve --checkpoint runs/bahdanau --port 8080 --max-chars 120
+    attnkit serve --checkpoint runs/lm --max-new-tokens 100   # a language model
+
+A translator (``attnkit translate train``, ``attnkit demo``) gets the translation page; a
+language model (``attnkit lm train``) the generation page: a prompt, its continuation,
+and each new token's attention over the context per layer and head.
 
 The checkpoint is loaded before the port is bound: a missing or corrupted checkpoint
 prints the reason and exits with code 1. The JSON API is documented at /openapi.json.
@@ -21,7 +26,7 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "serve",
-        help="web page to translate and look at attention (local server)",
+        help="web page to translate or generate and look at attention (local server)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -30,6 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free)")
     p.add_argument("--max-chars", type=int, default=200, help="longest accepted text (default 200)")
     p.add_argument("--max-beam", type=int, default=10, help="largest beam size (default 10)")
+    p.add_argument("--max-new-tokens", type=int, default=200, metavar="N",
+                   help="language models: most tokens one request may generate (default 200)")  # fmt: skip
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:0 ... (default cpu)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.set_defaults(func=run_serve)
@@ -50,8 +57,9 @@ def run_serve(args: argparse.Namespace) -> int:
         return 1
     try:
         app = create_app(
-            args.checkpoint, args.max_chars, max_beam=args.max_beam, device=args.device
-        )
+            args.checkpoint, args.max_chars, max_beam=args.max_beam,
+            max_new_tokens=args.max_new_tokens, device=args.device,
+        )  # fmt: skip
     except (CheckpointLoadError, ValueError) as e:
         if args.debug:
             raise
