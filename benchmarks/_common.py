@@ -44,3 +44,25 @@ def print_table(headers: list[str], rows: list[list[object]]) -> None:
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for r in cells[1:]:
         print(line(r))
+
+
+def attnkit_lm_train(flags: list[str], out, *, data: str, budget: float, threads: int) -> dict:
+    """Run ``attnkit lm train FLAGS --data DATA --time-budget BUDGET --threads THREADS --seed 0
+    --out OUT --overwrite`` in a fresh interpreter (the command printed first, its last line
+    after); return the checkpoint's ``config.json`` (its "history": per-epoch training
+    seconds and validation perplexity)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cmd = [sys.executable, "-m", "attnkit", "lm", "train", *flags, "--data", data,
+           "--time-budget", str(budget), "--threads", str(threads), "--seed", "0",
+           "--out", str(out), "--overwrite"]  # fmt: skip
+    print("$ attnkit " + " ".join(cmd[3:]), flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ})
+    if proc.returncode != 0:
+        raise RuntimeError(f"attnkit lm train {' '.join(flags)} failed:\n{proc.stderr[-2000:]}")
+    print("  " + proc.stdout.strip().splitlines()[-1], flush=True)
+    return json.loads((Path(out) / "config.json").read_text())

@@ -2,14 +2,16 @@
 
     python benchmarks/book_timing.py --book-017 PATH --book-10 PATH [--torchvision PATH]
         [--edition 0.17|1.0|both] [--section S ...] [--rounds 3] [--epochs N]
-        [--out docs/book-timing.md]
+        [--sequential] [--out docs/book-timing.md]
 
 Every section whose cells train (``train_ch8``, ``train_seq2seq``, ``trainer.fit``, the
 book's own loops) runs with the book's own epoch counts (``--epochs N`` caps them for a
 quick look) through ``tools/book_conformance.py``, once on attnkit's layer and once on the
 published d2l package (set up as ``benchmarks/book_oracle.py`` does: the same stubs and
 local data), the two side by side (one core each, one torch thread each), ``--rounds``
-times. The time of a section is the sum of its cells' times (what a reader waits for, the
+times; ``--sequential`` runs them one after the other instead, each with the machine to
+itself, the order swapped every round (half as fast, free of what one run does to the
+other: shared caches and memory bandwidth). The time of a section is the sum of its cells' times (what a reader waits for, the
 interpreter start excluded). The table: median [min-max] seconds of each, and the ratio
 book / attnkit of the medians (> 1: attnkit is faster).
 """
@@ -68,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "book-timing.md")
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--sequential", action="store_true",
+                        help="one run at a time, the order swapped every round")  # fmt: skip
     args = parser.parse_args(argv)
     editions = ["0.17", "1.0"] if args.edition == "both" else [args.edition]
     books = {"0.17": args.book_017, "1.0": args.book_10}
@@ -94,17 +98,24 @@ def main(argv: list[str] | None = None) -> int:
     for round_ in range(args.rounds):  # whole rounds over both editions: a cut run is even
         for edition, (root, book_work, sections) in plans.items():
             for name, cells in sections.items():
-                with concurrent.futures.ThreadPoolExecutor(2) as pool:
-                    ours = pool.submit(
-                        runner.run_section, edition, name, cells, work / f"attnkit-{edition}",
-                        epochs=args.epochs, timeout=3600,
-                    )  # fmt: skip
-                    book = pool.submit(
-                        runner.run_section, edition, name, cells, book_work,
-                        epochs=args.epochs, d2l_import=oracle.BOOK_IMPORT_LINE, timeout=3600,
-                        extra_env={"PYTHONPATH": pythonpath, "BOOK_ORACLE_D2L": str(root)},
-                    )  # fmt: skip
-                    a, b = section_seconds(ours.result()), section_seconds(book.result())
+                runs = {
+                    "attnkit": lambda n=name, c=cells, e=edition: runner.run_section(
+                        e, n, c, work / f"attnkit-{e}", epochs=args.epochs, timeout=3600),
+                    "book": lambda n=name, c=cells, e=edition, r=root, w=book_work: (
+                        runner.run_section(
+                            e, n, c, w, epochs=args.epochs, d2l_import=oracle.BOOK_IMPORT_LINE,
+                            timeout=3600,
+                            extra_env={"PYTHONPATH": pythonpath, "BOOK_ORACLE_D2L": str(r)},
+                        )),
+                }  # fmt: skip
+                if args.sequential:  # one at a time; who goes first alternates
+                    order = ["attnkit", "book"][:: 1 if round_ % 2 == 0 else -1]
+                    done = {who: runs[who]() for who in order}
+                else:
+                    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                        futures = {who: pool.submit(fn) for who, fn in runs.items()}
+                        done = {who: f.result() for who, f in futures.items()}
+                a, b = section_seconds(done["attnkit"]), section_seconds(done["book"])
                 times[edition, name][0].append(a)
                 times[edition, name][1].append(b)
                 print(f"round {round_ + 1} {edition} {name}: attnkit {a:.1f} s, book {b:.1f} s",
@@ -132,8 +143,13 @@ def write_report(args, rows, argv) -> None:
         "# The book's training sections: attnkit against the book's library",
         "",
         f"Measured {time.strftime('%Y-%m-%d')} on this project's 2-core CPU machine, "
-        f"{epochs}, {_rounds(rows)} round(s), the two runs of a section side by side (one torch "
-        "thread each). Seconds are the sum of the section's cell times (what a reader waits "
+        f"{epochs}, {_rounds(rows)} round(s), the two runs of a section "
+        + (
+            "one after the other, the order swapped every round"
+            if args.sequential
+            else "side by side"
+        )
+        + " (one torch thread each). Seconds are the sum of the section's cell times (what a reader waits "
         "for, interpreter start excluded); median [min-max]; ratio = book / attnkit medians.",
         "",
         "```",
