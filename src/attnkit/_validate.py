@@ -191,3 +191,17 @@ def check_qkv(queries: Any, keys: Any, values: Any, *, same_width: bool) -> None
             "dot-product attention needs queries and keys of the same width D, got "
             f"queries (..., {queries.shape[-1]}) and keys (..., {keys.shape[-1]})"
         )
+
+
+def token_ids(name: str, value: Any) -> Any:
+    """``value`` (a tensor or a list of ints) as a 1-D int64 tensor of token ids (N,);
+    floats, booleans and other shapes are a TypeError (never truncated or misread)."""
+    import torch
+
+    ids = torch.as_tensor(value)
+    if ids.dim() != 1 or ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(
+            f"{name} must be token ids, a 1-D integer tensor (N,), got {ids.dtype} of "
+            f"shape {tuple(ids.shape)}"
+        )
+    return ids.long()

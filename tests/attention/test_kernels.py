@@ -15,6 +15,7 @@ from attnkit.attention.kernels import (
     MATMUL_MAX_KEYS,
     choose_kernel,
     explicit_attention,
+    explicit_products,
     set_attention_kernel,
 )
 from attnkit.attention.multihead import MultiHeadAttention
@@ -47,6 +48,11 @@ def test_explicit_products_equal_the_reference_and_the_fused_kernel(qkv):
         fused = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
         torch.testing.assert_close(out, fused, rtol=1e-10, atol=1e-10)
     assert explicit_attention(q, k, v, mask)[0, :, 2].abs().max() == 0  # not NaN
+    out, weights = explicit_products(q, k, v, mask)  # the same, with its weights
+    scores = (q @ k.transpose(-2, -1) / 2.0).masked_fill(~mask, -math.inf)  # sqrt(4) = 2
+    expected = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    torch.testing.assert_close(weights, expected, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(out, _reference(q, k, v, mask), rtol=1e-12, atol=1e-12)
     # causal, and the last 2 queries over 5 keys (a cache): query i sees keys <= i + 3
     causal = torch.ones(5, 5, dtype=torch.bool).tril()
     torch.testing.assert_close(

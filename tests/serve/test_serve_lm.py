@@ -190,3 +190,5 @@ def test_loading_errors_and_a_translator_only_service(tmp_path, lm_checkpoint):
         from attnkit.serve import create_app_for_service
 
         create_app_for_service(object())
+    with pytest.raises(TypeError, match=r"model must be a language model .*got Linear"):
+        LMService(torch.nn.Linear(2, 2), None, {})

@@ -4,7 +4,7 @@ from attnkit.attention.alibi import ALiBi, alibi_bias, alibi_slopes
 from attnkit.attention.bilinear import BilinearAttention
 from attnkit.attention.dropout import Dropout
 from attnkit.attention.kernel_regression import NadarayaWatson, NWKernelRegression
-from attnkit.attention.kernels import attention_kernel, explicit_attention, set_attention_kernel
+from attnkit.attention.kernels import attention_kernel, set_attention_kernel
 from attnkit.attention.key_padding import key_padded_attention
 from attnkit.attention.kv_cache import KVCache
 from attnkit.attention.lazy import LazyMultiHeadAttention
@@ -52,7 +52,6 @@ __all__ = [
     "attention_kernel",
     "attention_mask",
     "causal_mask",
-    "explicit_attention",
     "input_positions",
     "key_padded_attention",
     "lengths_to_mask",

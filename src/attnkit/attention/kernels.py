@@ -29,7 +29,7 @@ from torch import Tensor
 
 from attnkit._validate import one_of
 from attnkit.attention.dropout import dropout as _dropout
-from attnkit.attention.masking import causal_mask
+from attnkit.attention.masking import causal_mask, masked_softmax
 
 __all__ = [
     "KERNELS",
@@ -37,6 +37,7 @@ __all__ = [
     "attention_kernel",
     "choose_kernel",
     "explicit_attention",
+    "explicit_products",
     "set_attention_kernel",
 ]
 
@@ -93,16 +94,20 @@ def explicit_attention(
     Returns:
         (..., Q, Dv); a row with no key to attend is zero.
     """
-    Q, K = q.shape[-2], k.shape[-2]
     if is_causal:
-        causal = causal_mask(Q, K, device=q.device)  # (Q, K)
+        causal = causal_mask(q.shape[-2], k.shape[-2], device=q.device)  # (Q, K)
         mask = causal if mask is None else mask & causal
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))  # (..., Q, K)
-    if mask is None:
-        weights = torch.softmax(scores, dim=-1)
-    else:
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-        weights = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)  # empty rows: 0
-    if dropout_p > 0:
-        weights = _dropout(weights, dropout_p)
-    return weights @ v  # (..., Q, Dv)
+    return explicit_products(q, k, v, mask, dropout_p)[0]
+
+
+def explicit_products(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
+) -> tuple[Tensor, Tensor]:
+    """The explicit computation, with its weights: q (..., Q, Dh), k (..., K, Dh), v
+    (..., K, Dv), a bool mask broadcastable to (..., Q, K) (True = attend) -> output
+    (..., Q, Dv) and the weights before dropout (..., Q, K); masked keys weigh exactly 0 and
+    a row with no key to attend is zero."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., Q, K)
+    weights = masked_softmax(scores, mask)  # (..., Q, K)
+    dropped = _dropout(weights, dropout_p) if dropout_p > 0 else weights
+    return dropped @ v, weights  # (..., Q, Dv), (..., Q, K)

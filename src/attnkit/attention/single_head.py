@@ -5,15 +5,13 @@ Shape legend: B batch, Q queries, K keys, D width, Dv value width, H heads.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit._validate import check_qkv, positive_int, probability
-from attnkit.attention.dropout import Dropout, dropout
-from attnkit.attention.kernels import choose_kernel, explicit_attention
+from attnkit.attention.dropout import Dropout
+from attnkit.attention.kernels import choose_kernel, explicit_attention, explicit_products
 from attnkit.attention.masking import as_mask, masked_softmax
 from attnkit.attention.recording import note_weights, recording
 
@@ -51,10 +49,7 @@ def scaled_dot_product(
             # CPU kernels already return 0 for empty rows; make sure other backends agree.
             out = out.masked_fill(~mask.any(-1, keepdim=True), 0.0)
         return out, None
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., Q, K)
-    weights = masked_softmax(scores, mask)
-    dropped = dropout(weights, dropout_p) if dropout_p > 0 else weights
-    return dropped @ v, weights
+    return explicit_products(q, k, v, mask, dropout_p)
 
 
 class DotProductAttention(nn.Module):

@@ -20,9 +20,7 @@ request context); ``max_concurrent`` bounds how many at once, as ``ModelService`
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +34,7 @@ from attnkit.inference.loading import load_lm_checkpoint, load_lm_tokenizer
 from attnkit.inference.sampling import token_picker
 from attnkit.inference.translator import InputError
 from attnkit.models.registry import lm_arch, lm_model_keys
+from attnkit.serve.model_service import request_slots
 
 __all__ = ["Continuation", "LMService"]
 
@@ -78,6 +77,13 @@ class LMService:
         max_new_tokens: int = 200,
         max_concurrent: int | None = 2,
     ) -> None:
+        if not isinstance(model, torch.nn.Module) or not (
+            hasattr(model, "new_cache") or hasattr(model, "begin_state")
+        ):
+            raise TypeError(
+                "model must be a language model (a DecoderLM or an RNNLM), got "
+                f"{type(model).__name__}"
+            )
         self.max_chars = positive_int("max_chars", max_chars)
         self.max_new_tokens = positive_int("max_new_tokens", max_new_tokens)
         max_concurrent = optional(positive_int, "max_concurrent", max_concurrent)
@@ -87,11 +93,7 @@ class LMService:
         self.codec = None if tokenizer is not None else VocabCodec(vocab, self.token)
         self.context_length = getattr(model, "context_length", None)  # None: an RNN
         self.device = next(model.parameters()).device
-        self._lock = (
-            contextlib.nullcontext()
-            if max_concurrent is None
-            else threading.BoundedSemaphore(max_concurrent)
-        )
+        self._lock = request_slots(max_concurrent)
 
     @classmethod
     def from_checkpoint(

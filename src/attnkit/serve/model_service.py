@@ -37,6 +37,14 @@ __all__ = [
 ]
 
 
+def request_slots(max_concurrent: int | None):
+    """What a service holds while a request runs on its shared model: at most
+    ``max_concurrent`` at once (a semaphore), or no bound (None)."""
+    if max_concurrent is None:
+        return contextlib.nullcontext()
+    return threading.BoundedSemaphore(max_concurrent)
+
+
 class CheckpointLoadError(RuntimeError):
     """The checkpoint could not be loaded (missing, corrupted, or not a translator)."""
 
@@ -87,11 +95,7 @@ class ModelService:
         self.max_chars = max_chars
         self.max_beam = max_beam
         self.device = self.translator.device
-        self._lock = (
-            contextlib.nullcontext()
-            if max_concurrent is None
-            else threading.BoundedSemaphore(max_concurrent)
-        )
+        self._lock = request_slots(max_concurrent)
 
     @classmethod
     def from_checkpoint(

@@ -46,6 +46,7 @@ from attnkit._validate import (
     optional,
     positive_int,
     positive_number,
+    token_ids,
 )
 from attnkit.checkpoint import save_checkpoint
 from attnkit.data.text import Vocab
@@ -210,20 +211,7 @@ class LMTask(Task):
         self.run_config = dict(run_config or {})
         self.val_steps = positive_int("val_steps", val_steps)
         self.val_batch_size = positive_int("val_batch_size", val_batch_size)
-        self.val_data = None
-        if val_data is not None:
-            ids = torch.as_tensor(val_data)
-            if (
-                ids.dim() != 1
-                or ids.is_floating_point()
-                or ids.is_complex()
-                or ids.dtype == torch.bool
-            ):
-                raise TypeError(
-                    f"val_data must be token ids, a 1-D integer tensor (N,), got {ids.dtype} of "
-                    f"shape {tuple(ids.shape)}"
-                )
-            self.val_data = ids.long()
+        self.val_data = None if val_data is None else token_ids("val_data", val_data)
         if self.val_data is not None and len(self.val_data) < val_steps + 1:
             raise ValueError(
                 f"val_data holds {len(self.val_data)} tokens: the validation needs at least "
