@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--sequential", action="store_true",
                         help="one run at a time, the order swapped every round")  # fmt: skip
+    parser.add_argument("--pin", action="store_true",
+                        help="side by side, each run on its own core, the cores swapped every round")  # fmt: skip
     args = parser.parse_args(argv)
     editions = ["0.17", "1.0"] if args.edition == "both" else [args.edition]
     books = {"0.17": args.book_017, "1.0": args.book_10}
@@ -112,6 +114,12 @@ def main(argv: list[str] | None = None) -> int:
                     order = ["attnkit", "book"][:: 1 if round_ % 2 == 0 else -1]
                     done = {who: runs[who]() for who in order}
                 else:
+                    cores = sorted(os.sched_getaffinity(0))[:2][:: 1 if round_ % 2 == 0 else -1]
+                    if args.pin and len(cores) == 2:  # a child inherits its thread's core
+                        runs = {
+                            who: lambda fn=fn, core=core: _on_core(core, fn)
+                            for (who, fn), core in zip(runs.items(), cores)
+                        }
                     with concurrent.futures.ThreadPoolExecutor(2) as pool:
                         futures = {who: pool.submit(fn) for who, fn in runs.items()}
                         done = {who: f.result() for who, f in futures.items()}
@@ -124,6 +132,12 @@ def main(argv: list[str] | None = None) -> int:
                 rows = [(e, n.split("/")[-1], o, b) for (e, n), (o, b) in times.items() if o]
                 write_report(args, rows, shown)
     return 0
+
+
+def _on_core(core: int, fn):
+    """Run ``fn`` with this thread (and the interpreter it starts) pinned to ``core``."""
+    os.sched_setaffinity(0, {core})  # 0 = the calling thread on Linux
+    return fn()
 
 
 def _rounds(rows) -> str:
@@ -147,6 +161,8 @@ def write_report(args, rows, argv) -> None:
         + (
             "one after the other, the order swapped every round"
             if args.sequential
+            else "side by side, each on its own core, the cores swapped every round"
+            if args.pin
             else "side by side"
         )
         + " (one torch thread each). Seconds are the sum of the section's cell times (what a reader waits "
