@@ -89,7 +89,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 LAYERS = [
     ("_validate",),  # the argument checks, below everything
-    ("checkpoint", "metrics", "viz", "distributed"),  # foundation
+    ("checkpoint", "cpu_memory", "metrics", "viz", "distributed"),  # foundation
     ("attention", "data"),
     ("models",),
     ("inference",),

@@ -52,6 +52,7 @@ from torch import Tensor, nn
 
 from attnkit._validate import index, positive_int
 from attnkit.checkpoint import get_rng_state, set_rng_state
+from attnkit.cpu_memory import keep_freed_memory
 from attnkit.training.config import EngineConfig
 from attnkit.training.engine_state import EngineState
 from attnkit.training.engine_step import GradientSteps
@@ -141,6 +142,8 @@ class Engine(GradientSteps, EngineState):
         self.rank, self.world_size = distributed_rank(rank, world_size)
         self.is_main = self.rank == 0
         self.device = torch.device(config.device)
+        if self.device.type == "cpu":
+            keep_freed_memory()  # no page faults for re-used step memory (attnkit.cpu_memory)
         if isinstance(model, nn.Module):
             model = model.to(self.device)
         self.model = model
