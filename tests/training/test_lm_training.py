@@ -236,6 +236,8 @@ def test_cli_train_then_generate(tmp_path, capsys):
 def test_cli_errors(tmp_path, capsys):
     assert main(["lm", "train", "--layers", "0", "--no-progress"]) == 1
     assert "--layers must be positive, got 0" in capsys.readouterr().err
+    assert main(["lm", "train", "--threads", "0", "--no-progress"]) == 1  # was ignored
+    assert "--threads must be positive, got 0" in capsys.readouterr().err
     assert main(["lm", "train", "--data", str(tmp_path / "missing.txt")]) == 1
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(SystemExit):

@@ -220,7 +220,7 @@ def run_train(a: argparse.Namespace) -> int:
 
     sizes = {"--layers": a.model__num_layers, "--hiddens": a.model__num_hiddens,
              "--batch-size": a.batch_size, "--num-steps": a.num_steps, "--val-steps": a.val_steps,
-             "--epochs": a.train__epochs}  # fmt: skip
+             "--epochs": a.train__epochs, "--threads": a.threads}  # fmt: skip
     for flag, value in sizes.items():  # the given ones: before looking at --out
         if value is not None:
             _positive(flag, value)
@@ -309,7 +309,7 @@ def _train(a: argparse.Namespace, resolved, previous, rank: int, world: int) -> 
     from attnkit.training.lm import LMHistory, LMTask
 
     say = print if rank == 0 else (lambda *args, **kwargs: None)
-    if a.threads:
+    if a.threads is not None:
         torch.set_num_threads(a.threads)
     arch, m, c, d = resolved.arch, resolved.model, resolved.train, resolved.data
     source, out = d["source"], Path(a.out)
