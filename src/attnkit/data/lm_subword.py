@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from attnkit._validate import integer, one_of
-from attnkit.data.subword import _SPECIALS, MODEL_TYPES, _processor, _train_proto
+from attnkit.data.subword import (
+    _SPECIALS,
+    MODEL_TYPES,
+    _processor,
+    _train_proto,
+    read_tokenizer_file,
+)
 from attnkit.data.text import Vocab
 
 __all__ = ["LMSubwordTokenizer"]
@@ -117,17 +123,7 @@ class LMSubwordTokenizer:
         directory = Path(directory)
         if not isinstance(meta, dict) or meta.get("kind") != "sentencepiece":
             raise ValueError(f"checkpoint {directory}: not a sentencepiece tokenizer record")
-        path = directory / Path(str(meta.get("file"))).name
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"checkpoint {directory} is incomplete: its tokenizer file {path.name} is "
-                "missing (it is written beside config.json; copy the whole folder)"
-            )
-        proto = path.read_bytes()
-        if hashlib.sha256(proto).hexdigest() != meta.get("sha256"):
-            raise ValueError(
-                f"tokenizer file {path} is damaged (its sha256 does not match config.json)"
-            )
+        proto, path = read_tokenizer_file(directory, meta.get("file"), meta.get("sha256"))
         return cls(proto, model_type=meta.get("model_type", "unigram"), name=str(path))
 
 

@@ -31,7 +31,7 @@ from attnkit._validate import boolean, integer, one_of
 from attnkit.data.normalize import normalize_source, normalize_target
 from attnkit.data.text import Vocab
 
-__all__ = ["MODEL_TYPES", "SubwordTokenizer"]
+__all__ = ["MODEL_TYPES", "SubwordTokenizer", "read_tokenizer_file"]
 
 MODEL_TYPES = ("unigram", "bpe")
 _SPECIALS = {"<unk>": 0, "<pad>": 1, "<bos>": 2, "<eos>": 3}
@@ -88,6 +88,24 @@ def _train_proto(lines: Sequence[str], vocab_size: int, model_type: str, what: s
             ) from None
         raise ValueError(f"training the {what} SentencePiece model failed: {e}") from None
     return buffer.getvalue()
+
+
+def read_tokenizer_file(directory: Path, name: object, digest: object) -> tuple[bytes, Path]:
+    """The bytes of tokenizer file ``name`` of checkpoint folder ``directory`` and its path,
+    checked against the sha256 ``digest`` its config.json records; a missing or damaged
+    file is an error that names it (FileNotFoundError / ValueError)."""
+    path = directory / Path(str(name)).name
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"checkpoint {directory} is incomplete: its tokenizer file {path.name} is "
+            "missing (it is written beside config.json; copy the whole folder)"
+        )
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise ValueError(
+            f"tokenizer file {path} is damaged (its sha256 does not match config.json)"
+        )
+    return data, path
 
 
 class SubwordTokenizer:
@@ -225,17 +243,7 @@ class SubwordTokenizer:
             raise ValueError(f"checkpoint {directory}: not a sentencepiece tokenizer record")
         protos = []
         for name, digest in zip(meta.get("files", []), meta.get("sha256", [])):
-            path = directory / Path(name).name
-            if not path.is_file():
-                raise FileNotFoundError(
-                    f"checkpoint {directory} is incomplete: its tokenizer file {path.name} is "
-                    "missing (it is written beside config.json; copy the whole folder)"
-                )
-            data = path.read_bytes()
-            if hashlib.sha256(data).hexdigest() != digest:
-                raise ValueError(
-                    f"tokenizer file {path} is damaged (its sha256 does not match config.json)"
-                )
+            data, path = read_tokenizer_file(directory, name, digest)
             protos.append((data, str(path)))
         if len(protos) != (1 if meta.get("joint") else 2):
             raise ValueError(
