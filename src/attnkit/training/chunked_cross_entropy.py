@@ -9,7 +9,7 @@ With label smoothing ε the per-row loss is
 and its gradient ``softmax(x) - (1 - ε) e_y - ε / V``. ``F.cross_entropy`` on bfloat16
 logits under CPU autocast first copies all N x V logits to float32, writes the N x V
 log-probabilities, and in the backward pass fills, scatters, adds and copies N x V
-tensors again: at the base recipe's shapes (~1,700 x 4,000) about 32 ms of a ~190 ms
+tensors again: at the base recipe's shapes (~1,700 x 4,000) 22-38 ms of a ~190 ms
 training step, all of it memory traffic. :func:`chunked_cross_entropy` reads C rows at a
 time into float32 (C x V fits the core's cache), keeps only the log-sum-exp per row, and
 in the backward pass writes each chunk's gradient straight into the logits' dtype:
@@ -43,7 +43,7 @@ class _ChunkedCrossEntropy(torch.autograd.Function):
             lse[s : s + chunk] = row_lse
             picked = x.gather(1, target[s : s + chunk, None])[:, 0]  # (C,): x_y
             loss[s : s + chunk] = row_lse - (1 - smoothing) * picked - smoothing / V * x.sum(-1)
-        ctx.save_for_backward(logits, target, lse)
+        ctx.save_for_backward(logits, target, lse)  # lse: the compute dtype
         ctx.smoothing, ctx.chunk = smoothing, chunk
         return loss
 
@@ -54,11 +54,12 @@ class _ChunkedCrossEntropy(torch.autograd.Function):
         N, V = logits.shape
         grad = torch.empty_like(logits)  # (N, V), the logits' dtype
         for s in range(0, N, chunk):
-            x = logits[s : s + chunk].to(lse.dtype, copy=True)  # (C, V): updated in place
-            p = x.sub_(lse[s : s + chunk, None]).exp_().sub_(smoothing / V)  # softmax - ε/V
-            hit = x.new_full((len(x), 1), -(1 - smoothing))
+            # softmax in float32 straight from the logits' dtype (one pass), minus ε/V
+            p = torch.softmax(logits[s : s + chunk], dim=-1, dtype=lse.dtype).sub_(smoothing / V)
+            hit = p.new_full((len(p), 1), -(1 - smoothing))
             p.scatter_add_(1, target[s : s + chunk, None], hit)  # - (1 - ε) at y
-            grad[s : s + chunk] = p.mul_(grad_loss[s : s + chunk, None].to(p.dtype))
+            # times the incoming gradient, written in the logits' dtype (one pass)
+            torch.mul(p, grad_loss[s : s + chunk, None].to(p.dtype), out=grad[s : s + chunk])
         return grad, None, None, None
 
 
