@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pin", action="store_true",
                         help="side by side, each run on its own core, the cores swapped every round")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.pin and args.sequential:
+        parser.error("--pin is for side-by-side runs; --sequential runs one at a time")
     editions = ["0.17", "1.0"] if args.edition == "both" else [args.edition]
     books = {"0.17": args.book_017, "1.0": args.book_10}
     work = args.workdir or Path(tempfile.mkdtemp(prefix="book-timing-"))

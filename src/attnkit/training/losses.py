@@ -52,7 +52,7 @@ def masked_cross_entropy(
     probability("label_smoothing", label_smoothing)
     flat_logits, flat_label = logits.reshape(B * T, V), label.reshape(B * T).long()
     if logits.device.type == "cpu" and logits.dtype in (torch.bfloat16, torch.float16):
-        # measured: 2.2x faster than F.cross_entropy's float32 copies (chunked_cross_entropy)
+        # measured 1.1-2.2x faster than F.cross_entropy's float32 copies (chunked_cross_entropy)
         per_token = chunked_cross_entropy(flat_logits, flat_label, label_smoothing)
     else:
         per_token = F.cross_entropy(
