@@ -177,3 +177,28 @@ def test_attention_mask_errors_name_the_argument():
         attention_mask([1, 2], 2, 2, 4)
     with pytest.raises(ValueError, match=r"must lie in \[0, 4\]"):
         attention_mask(torch.tensor([5, 1]), 2, 2, 4)
+
+
+_shapes = st.lists(st.integers(1, 3), max_size=4).map(tuple)
+
+
+@settings(max_examples=300, deadline=None)
+@given(mask_shape=_shapes, target=_shapes)
+def test_boolean_masks_are_checked_by_torch_broadcasting_rule(mask_shape, target):
+    """attention_mask / as_mask check a bool mask with their own cheap rule (it runs at
+    every decoding step): it accepts exactly what torch.broadcast_shapes accepts."""
+    from attnkit.attention.masking import _broadcastable
+
+    try:
+        torch.broadcast_shapes(mask_shape, target)
+        torch_accepts = True
+    except RuntimeError:
+        torch_accepts = False
+    assert _broadcastable(mask_shape, target) == torch_accepts
+    if len(target) == 3:
+        mask = torch.ones(mask_shape, dtype=torch.bool)
+        if torch_accepts:
+            assert as_mask(target, mask) is mask
+        else:
+            with pytest.raises(ValueError, match="does not broadcast to scores of shape"):
+                as_mask(target, mask)

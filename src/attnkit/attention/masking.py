@@ -145,13 +145,11 @@ def attention_mask(
         mask = valid_lens if device is None else valid_lens.to(device)
         if num_heads is not None and mask.dim() == 3:  # (B, Q, K) -> (B, 1, Q, K)
             mask = mask.unsqueeze(1)
-        try:
-            torch.broadcast_shapes(mask.shape, target)
-        except RuntimeError:
+        if not _broadcastable(mask.shape, target):
             raise ValueError(
                 f"boolean mask {name} of shape {tuple(valid_lens.shape)} does not broadcast to "
                 f"(B, Q, K) = {(batch, num_queries, num_keys)}"
-            ) from None
+            )
     elif valid_lens is not None:
         check_valid_lens(valid_lens, batch, num_queries, num_keys, name, per_query)
         lens = valid_lens if device is None else valid_lens.to(device)
@@ -166,6 +164,12 @@ def attention_mask(
     return mask
 
 
+def _broadcastable(shape: tuple[int, ...], other: tuple[int, ...]) -> bool:
+    """Whether two shapes broadcast together (``torch.broadcast_shapes``' rule, without its
+    Python cost at every decoding step): aligned from the right, equal sizes or a 1."""
+    return all(a == b or a == 1 or b == 1 for a, b in zip(reversed(shape), reversed(other)))
+
+
 def as_mask(scores_shape: tuple[int, ...], valid_lens: Tensor | None, device=None) -> Tensor | None:
     """valid_lens (B,), (B, Q) or a bool mask broadcastable to the scores -> bool mask or None.
 
@@ -176,13 +180,11 @@ def as_mask(scores_shape: tuple[int, ...], valid_lens: Tensor | None, device=Non
         return None
     shape = tuple(scores_shape)
     if isinstance(valid_lens, Tensor) and valid_lens.dtype == torch.bool:
-        try:
-            torch.broadcast_shapes(valid_lens.shape, shape)
-        except RuntimeError:
+        if not _broadcastable(valid_lens.shape, shape):
             raise ValueError(
                 f"boolean mask of shape {tuple(valid_lens.shape)} does not broadcast to "
                 f"scores of shape {shape}"
-            ) from None
+            )
         return valid_lens.to(device) if device is not None else valid_lens
     if len(shape) != 3:
         raise ValueError(f"scores must be (B, Q, K) when valid_lens are lengths, got shape {shape}")
