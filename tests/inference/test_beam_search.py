@@ -126,3 +126,33 @@ def test_inputs_are_checked():
 def test_errors(args, kwargs, error, match):
     with pytest.raises(error, match=match):
         BeamSearch(*args, bos=BOS, eos=EOS, **kwargs)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_keeping_the_encoder_side_changes_no_hypothesis(seed, monkeypatch):
+    """Beam search keeps the encoder side of the state when every row still decodes its
+    sentence (same_sources); the hypotheses equal those of the copying call, and the
+    keeping call is made (most steps of a batch that has not finished)."""
+    model, src, src_len = model_and_src(seed)
+    decoder_type = type(model.decoder)
+    calls = []
+    real = decoder_type.reorder_state
+
+    def spy(self, state, index, *, same_sources=False):
+        calls.append(same_sources)
+        return real(self, state, index, same_sources=same_sources)
+
+    monkeypatch.setattr(decoder_type, "reorder_state", spy)
+    kept = BeamSearch(3, 8, BOS, EOS)(model, src, src_len)
+    assert any(calls) and not all(calls)  # the first step grows 1 row into 3: a copy
+
+    def copying(self, state, index):  # a decoder written without same_sources
+        calls.append("plain")
+        return real(self, state, index)
+
+    monkeypatch.setattr(decoder_type, "reorder_state", copying)
+    copied = BeamSearch(3, 8, BOS, EOS)(model, src, src_len)
+    assert "plain" in calls
+    for a, b in zip(kept, copied, strict=True):
+        assert [h.tokens for h in a] == [h.tokens for h in b]
+        assert [h.log_prob for h in a] == pytest.approx([h.log_prob for h in b], abs=1e-5)

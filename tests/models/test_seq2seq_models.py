@@ -237,3 +237,20 @@ def test_seq2seq_config_takes_numpy_ints_as_ints():
     cfg = Seq2SeqConfig(embed_size=np.int64(8), num_hiddens=np.int32(8))
     assert type(cfg.embed_size) is int and type(cfg.num_hiddens) is int
     assert cfg == Seq2SeqConfig(embed_size=8, num_hiddens=8)
+
+
+@pytest.mark.parametrize("arch", ["seq2seq", "bahdanau"])
+def test_reorder_state_with_same_sources_keeps_the_encoder_side(arch):
+    torch.manual_seed(0)
+    model = build_model(arch, {}, 20, 25).eval()
+    src, src_len = torch.randint(4, 20, (2, 6)), torch.tensor([6, 4])
+    two = torch.tensor([0, 0, 1, 1])  # two hypotheses per sentence
+    state = model.decoder.init_state(model.encoder(src[two], src_len[two]), src_len[two])
+    y = torch.tensor([[2], [3], [2], [5]])
+    _logits, state = model.decoder(y, state)
+    index = torch.tensor([1, 0, 3, 3])  # within each sentence
+    kept = model.decoder.reorder_state(state, index, same_sources=True)
+    copied = model.decoder.reorder_state(state, index)
+    encoder_side = {"seq2seq": "context", "bahdanau": "enc_outputs"}[arch]
+    assert getattr(kept, encoder_side) is getattr(state, encoder_side)
+    torch.testing.assert_close(model.decoder(y, kept)[0], model.decoder(y, copied)[0])

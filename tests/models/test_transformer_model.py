@@ -265,3 +265,23 @@ def test_blocks_are_called_as_modules_so_forward_hooks_fire():
     with torch.no_grad():
         Y, state = blk(torch.randn(3, 5, 16), state)
     assert Y.shape == (3, 5, 16) and state[2][0] is not None
+
+
+def test_reorder_state_with_same_sources_keeps_the_encoder_side():
+    """Rows that keep decoding their own sentence (beam search reordering hypotheses within
+    each sentence): the encoder side is kept, not copied, and the next step is the same."""
+    model = tiny()
+    src, src_len, tgt = batch()
+    two = torch.tensor([0, 0, 1, 1, 2, 2])  # two hypotheses per sentence
+    enc = model.encoder(src[two], src_len[two])
+    state = model.decoder(tgt[two, :2], model.decoder.init_state(enc, src_len[two]))[1]
+    idx = torch.tensor([1, 1, 3, 2, 4, 5])  # each row takes a hypothesis of its own sentence
+    kept = model.decoder.reorder_state(state, idx, same_sources=True)
+    copied = model.decoder.reorder_state(state, idx)
+    assert kept[0] is state[0] and kept[1] is state[1]
+    assert kept[2][0].cross_attention.keys is state[2][0].cross_attention.keys
+    torch.testing.assert_close(kept[2][1].self_attention.keys, copied[2][1].self_attention.keys)
+    y = tgt[two, 2:3][idx]
+    torch.testing.assert_close(model.decoder(y, kept)[0], model.decoder(y, copied)[0])
+    with pytest.raises(ValueError, match="same_sources needs one new row per old row, got 2"):
+        model.decoder.reorder_state(state, idx[:2], same_sources=True)

@@ -31,6 +31,7 @@ decoding and the one ``translate``), which imports this module.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
@@ -149,6 +150,7 @@ class BeamSearch:
         N, k, T, eos = src.shape[0], self.beam_size, self.max_len, self.eos
         device = src.device
         decoder = model.decoder
+        keeps_sources = _takes_same_sources(decoder)
         state = decoder.init_state(model.encoder(src, src_len), src_len)  # N rows: beam 0 each
         # Bookkeeping of the n live sentences, (n, k) each; a hypothesis is "live" (has a
         # decoder row) when it is unfinished and its log-probability is finite.
@@ -167,6 +169,7 @@ class BeamSearch:
         out_len = torch.empty(N, k, device=device)
         out_fin = torch.empty(N, k, dtype=torch.bool, device=device)
         for t in range(T):
+            row_sentence = sent[live.nonzero()[:, 0]]  # (R,): each decoder row's sentence
             logits, state = decoder(X, state)  # (R, 1, V): live hypotheses only
             step = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (R, V)
             n, c = log_prob.shape[0], min(k, step.shape[-1])
@@ -201,7 +204,13 @@ class BeamSearch:
                 sent, log_prob, finished = sent[keep], log_prob[keep], finished[keep]
                 lengths, tokens, live, token = lengths[keep], tokens[keep], live[keep], token[keep]
                 from_row = from_row[keep]
-            state = decoder.reorder_state(state, from_row[live])  # (R',): finished rows leave
+            # (R',): finished rows leave. When every row still decodes the sentence it did,
+            # the encoder side of the state stays as it is (no copy of it per step).
+            index = from_row[live]
+            if keeps_sources and torch.equal(row_sentence, sent[live.nonzero()[:, 0]]):
+                state = decoder.reorder_state(state, index, same_sources=True)
+            else:
+                state = decoder.reorder_state(state, index)
             X = token[live][:, None]  # (R', 1)
         return self._hypotheses(out_tokens, out_lp, out_len, out_fin)
 
@@ -226,6 +235,15 @@ class BeamSearch:
                 hyps.append(BeamHypothesis(seq, lp, sc, bool(end)))
             out.append(hyps)
         return out
+
+
+def _takes_same_sources(decoder) -> bool:
+    """Whether ``decoder.reorder_state`` takes ``same_sources`` (attnkit's decoders do;
+    a decoder written before it, or elsewhere, gets the plain two-argument call)."""
+    try:
+        return "same_sources" in inspect.signature(decoder.reorder_state).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _row_numbers(live: Tensor) -> Tensor:

@@ -77,8 +77,14 @@ class Decoder(nn.Module):
     def forward(self, X: Tensor, state):
         raise NotImplementedError
 
-    def reorder_state(self, state, index: Tensor):
-        """Select batch rows ``index`` (B',) of ``state`` (beam search, dropping finished rows)."""
+    def reorder_state(self, state, index: Tensor, *, same_sources: bool = False):
+        """Select batch rows ``index`` (B',) of ``state`` (beam search, dropping finished rows).
+
+        ``same_sources=True``: the caller vouches that new row r decodes the same source
+        sentence as old row r (beam search reordering hypotheses within each sentence, no
+        row added or dropped): what depends on the source alone (encoder outputs, their
+        lengths and projections) is kept as it is instead of being copied.
+        """
         raise NotImplementedError(f"{type(self).__name__} does not implement reorder_state")
 
     def alignment(self) -> Tensor | None:
@@ -249,10 +255,11 @@ class Seq2SeqDecoder(Decoder):
         logits = self.dense(out).transpose(0, 1)  # (B, T, V)
         return logits, Seq2SeqState(hidden, state.context)
 
-    def reorder_state(self, state: Seq2SeqState, index: Tensor) -> Seq2SeqState:
-        return Seq2SeqState(
-            state.hidden.index_select(1, index), state.context.index_select(0, index)
-        )
+    def reorder_state(
+        self, state: Seq2SeqState, index: Tensor, *, same_sources: bool = False
+    ) -> Seq2SeqState:
+        context = state.context if same_sources else state.context.index_select(0, index)
+        return Seq2SeqState(state.hidden.index_select(1, index), context)
 
 
 # ----------------------------------------------------------------------------- Bahdanau decoder
@@ -337,8 +344,12 @@ class Seq2SeqAttentionDecoder(AttentionDecoder):
         logits = self.dense(torch.cat(outputs, dim=0)).transpose(0, 1)  # (B, T, V)
         return logits, BahdanauState(enc_outputs, hidden, src_len)
 
-    def reorder_state(self, state: BahdanauState, index: Tensor) -> BahdanauState:
+    def reorder_state(
+        self, state: BahdanauState, index: Tensor, *, same_sources: bool = False
+    ) -> BahdanauState:
         enc_outputs, hidden, src_len = state
+        if same_sources:
+            return BahdanauState(enc_outputs, hidden.index_select(1, index), src_len)
         return BahdanauState(
             enc_outputs.index_select(0, index),
             hidden.index_select(1, index),

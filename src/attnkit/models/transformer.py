@@ -66,10 +66,13 @@ class BlockCache:
         """A new cache holding the same tensors (updating it leaves this one as it is)."""
         return BlockCache(self.self_attention.copy(), self.cross_attention.copy())
 
-    def index_select(self, index: Tensor) -> BlockCache:
-        """A new cache with batch rows ``index`` (B',)."""
+    def index_select(self, index: Tensor, *, same_sources: bool = False) -> BlockCache:
+        """A new cache with batch rows ``index`` (B',); ``same_sources``: the encoder
+        keys/values are kept as they are (see ``Decoder.reorder_state``)."""
+        cross = self.cross_attention
         return BlockCache(
-            self.self_attention.index_select(index), self.cross_attention.index_select(index)
+            self.self_attention.index_select(index),
+            cross.copy() if same_sources else cross.index_select(index),
         )
 
 
@@ -310,13 +313,26 @@ class TransformerDecoder(_TokenStack, AttentionDecoder):
             Y = blk(Y, enc_outputs, cross_mask, cache)  # as a module: forward hooks fire
         return self.dense(self.final_norm(Y)), [enc_outputs, enc_valid_lens, caches]
 
-    def reorder_state(self, state: list, index: Tensor) -> list:
-        """Keep/reorder batch rows ``index`` (B',) of every tensor in the state."""
+    def reorder_state(self, state: list, index: Tensor, *, same_sources: bool = False) -> list:
+        """Keep/reorder batch rows ``index`` (B',) of every tensor in the state; with
+        ``same_sources`` the encoder side (outputs, lengths, projected keys/values) is kept
+        as it is (see ``Decoder.reorder_state``)."""
         enc_outputs, enc_valid_lens, caches = state
+        caches = [
+            BlockCache() if c is None else c.index_select(index, same_sources=same_sources)
+            for c in caches
+        ]
+        if same_sources:
+            if index.shape[0] != enc_outputs.shape[0]:
+                raise ValueError(
+                    f"same_sources needs one new row per old row, got {index.shape[0]} rows "
+                    f"for {enc_outputs.shape[0]}"
+                )
+            return [enc_outputs, enc_valid_lens, caches]
         return [
             enc_outputs.index_select(0, index),
             None if enc_valid_lens is None else enc_valid_lens.index_select(0, index),
-            [BlockCache() if c is None else c.index_select(index) for c in caches],
+            caches,
         ]
 
     @property
