@@ -5,7 +5,9 @@ through the model registry; ``load_lm_checkpoint(dir)`` a language model (``attn
 train``) of either arch: its config.json's "arch" ("rnn" when absent, as in checkpoints
 written before the Transformer LM) names the config class (``models.registry.LM_ARCHS``).
 Both read the one checkpoint format (``attnkit.checkpoint``), check the files' sha256,
-load with ``weights_only`` and return the model in eval mode. ``load_lm_tokenizer`` gives
+load with ``weights_only`` and return the model in eval mode, its linear layers
+``PrepackedLinear`` on the CPU (``prepack=True``: the same parameters, laid out once for
+oneDNN, which decodes faster; see ``attnkit.inference.prepacked``). ``load_lm_tokenizer`` gives
 a subword language model's tokenizer.
 """
 
@@ -17,9 +19,11 @@ from typing import Any
 
 import torch
 
+from attnkit._validate import boolean
 from attnkit.checkpoint import CONFIG_NAME, load_checkpoint, load_model_state
 from attnkit.data.lm_subword import LMSubwordTokenizer
 from attnkit.data.text import Vocab
+from attnkit.inference.prepacked import prepack_linears
 from attnkit.models.registry import build_model, lm_arch, lm_config, lm_model_keys
 
 __all__ = ["MODEL_KEYS", "load_lm_checkpoint", "load_lm_tokenizer", "load_model"]
@@ -29,12 +33,16 @@ __all__ = ["MODEL_KEYS", "load_lm_checkpoint", "load_lm_tokenizer", "load_model"
 MODEL_KEYS = lm_model_keys("rnn")
 
 
-def load_model(directory: str | os.PathLike, device: str | torch.device = "cpu"):
+def load_model(
+    directory: str | os.PathLike, device: str | torch.device = "cpu", *, prepack: bool = True
+):
     """Rebuild the model of a translator checkpoint through the registry, load its weights.
 
     Args:
         directory: a checkpoint folder of ``attnkit translate train`` or ``attnkit demo``.
         device: where the model goes.
+        prepack: on the CPU, make the linear layers ``PrepackedLinear`` (inference; they
+            train as plain ``nn.Linear``).
 
     Returns:
         ``(model, config)``: the model in eval mode on ``device``, and the parsed
@@ -53,17 +61,18 @@ def load_model(directory: str | os.PathLike, device: str | torch.device = "cpu")
         raise ValueError(f"checkpoint {directory} has no vocabularies in {CONFIG_NAME}") from None
     model = build_model(cfg["arch"], cfg["model_config"], *sizes)
     load_model_state(model, ck.model_state, directory)
-    return model.to(device).eval(), cfg
+    return _for_inference(model.to(device), prepack), cfg
 
 
 def load_lm_checkpoint(
-    directory: str | os.PathLike, device: torch.device | str = "cpu"
+    directory: str | os.PathLike, device: torch.device | str = "cpu", *, prepack: bool = True
 ) -> tuple[Any, Vocab, dict[str, Any]]:
     """Rebuild the model of an ``attnkit lm train`` checkpoint and load its weights.
 
     Args:
         directory: a checkpoint folder written by ``attnkit lm train --out DIR``.
         device: where the model goes.
+        prepack: as :func:`load_model`'s.
 
     Returns:
         ``(model, vocab, config)``: the model (an ``RNNLM`` or a ``DecoderLM``) in eval
@@ -92,7 +101,14 @@ def load_lm_checkpoint(
     vocab = Vocab.from_dict(config["vocab"])
     model = lm_config(arch, {k: config[k] for k in keys}).build(len(vocab))
     load_model_state(model, ck.model_state, directory)
-    return model.to(device).eval(), vocab, config
+    return _for_inference(model.to(device), prepack), vocab, config
+
+
+def _for_inference(model, prepack: bool):
+    """The model in eval mode, its linear layers prepacked when asked and on the CPU."""
+    if boolean("prepack", prepack) and next(model.parameters()).device.type == "cpu":
+        prepack_linears(model)
+    return model.eval()
 
 
 def load_lm_tokenizer(
