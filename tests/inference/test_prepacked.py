@@ -35,7 +35,7 @@ def _count_packed_calls(monkeypatch) -> list[int]:
         calls.append(1)
         return real(*args)
 
-    monkeypatch.setattr(prepacked.torch.ops.mkldnn, "_linear_pointwise", spy, raising=False)
+    monkeypatch.setattr(prepacked, "_LINEAR", spy)
     return calls
 
 
@@ -134,7 +134,7 @@ def test_prepack_linears_replaces_plain_linears_only_and_keeps_the_state_dict():
     x = torch.randn(5, 4)
     with torch.no_grad():
         want = model(x)
-    replaced = prepack_linears(model)
+    replaced = prepack_linears(model, min_weights=1)
     if not prepacked.available():
         assert replaced == 0
         return
@@ -144,7 +144,14 @@ def test_prepack_linears_replaces_plain_linears_only_and_keeps_the_state_dict():
     assert all(torch.equal(model.state_dict()[k], v) for k, v in state.items())
     with torch.no_grad():
         torch.testing.assert_close(model(x), want)
-    assert prepack_linears(model) == 0  # already prepacked
+    assert prepack_linears(model, min_weights=1) == 0  # already prepacked
+
+
+@needs_onednn
+def test_small_layers_stay_plain():
+    model = nn.Sequential(nn.Linear(256, 256), nn.Linear(256, 1024), nn.Linear(1024, 256))
+    assert prepack_linears(model) == 2  # 256 x 256 < MIN_WEIGHTS <= 1024 x 256
+    assert [type(m).__name__ for m in model] == ["Linear", "PrepackedLinear", "PrepackedLinear"]
 
 
 def test_errors_name_the_argument():
@@ -152,6 +159,8 @@ def test_errors_name_the_argument():
         PrepackedLinear(nn.Conv1d(2, 2, 1))
     with pytest.raises(TypeError, match=r"model must be a torch\.nn\.Module, got str"):
         prepack_linears("model")
+    with pytest.raises(ValueError, match="min_weights must be a positive int, got 0"):
+        prepack_linears(nn.Linear(2, 2), min_weights=0)
 
 
 def test_without_the_operators_nothing_is_replaced(monkeypatch):

@@ -12,7 +12,8 @@ CPU linear layers), made at the first call and again whenever the weight changes
 
 Measured 2026-11-25 on the 2-core test machine (fp32, the recipe's 256 x 4000 output
 layer): 1 row 142 -> 67 us, 4 rows 218 -> 64 us, 16 rows 313 -> 180 us, 64 rows
-812 -> 623 us; ``benchmarks/peers.py decode`` times whole translations.
+812 -> 623 us; ``benchmarks/peers.py decode`` times whole translations. Small layers
+stay plain (``MIN_WEIGHTS``): oneDNN's call costs more than MKL's there.
 
 It is ``nn.Linear`` in everything else (a subclass: the same parameters, state dict and
 ``isinstance``), and it runs the plain ``F.linear`` whenever the packed path does not
@@ -27,19 +28,28 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["PrepackedLinear", "available", "prepack_linears"]
+from attnkit._validate import positive_int
+
+__all__ = ["MIN_WEIGHTS", "PrepackedLinear", "available", "prepack_linears"]
 
 _DTYPES = (torch.float32, torch.bfloat16)
 _ROWS_HINT = 64  # the row count the layout is tuned for (any count works)
+# oneDNN's call costs ~15 us more than MKL's: a 256 x 256 layer was slower packed at
+# every row count (1 row: 7 -> 18 us; 64 rows: 54 -> 55 us), a 768 x 256 one faster from
+# 4 rows (45 -> 25 us), 1024 x 256 and larger at every count measured (2026-11-25)
+MIN_WEIGHTS = 1 << 17
 _available: bool | None = None
+_LINEAR = None  # torch.ops.mkldnn._linear_pointwise, looked up once it is known to exist
 
 
 def available() -> bool:
     """Whether this PyTorch has oneDNN and its prepacked linear operators, and they agree
     with ``F.linear`` on a probe (checked once per process)."""
-    global _available
+    global _available, _LINEAR
     if _available is None:
         _available = _probe()
+        if _available:
+            _LINEAR = torch.ops.mkldnn._linear_pointwise
     return _available
 
 
@@ -75,31 +85,25 @@ class PrepackedLinear(nn.Linear):
         self._packed_key: tuple | None = None  # which weight (and version) it was made from
 
     def forward(self, input: Tensor) -> Tensor:  # (..., D_in) -> (..., D_out)
-        if not self._applies(input):
-            return F.linear(input, self.weight, self.bias)
-        return torch.ops.mkldnn._linear_pointwise(
-            input, self._packed_weight(), self.bias, "none", [], ""
-        )
-
-    def _applies(self, input: Tensor) -> bool:
         weight = self.weight
-        return (
-            not (torch.is_grad_enabled() and (weight.requires_grad or input.requires_grad))
-            and input.device.type == "cpu"
-            and weight.device.type == "cpu"
-            and input.dtype == weight.dtype
-            and weight.dtype in _DTYPES
-            and (self.bias is None or self.bias.dtype == weight.dtype)
-            and input.dim() >= 2
-            and available()
-        )
+        if (
+            (torch.is_grad_enabled() and (weight.requires_grad or input.requires_grad))
+            or input.dtype is not weight.dtype
+            or weight.dtype not in _DTYPES
+            or input.device.type != "cpu"
+            or weight.device.type != "cpu"
+            or input.dim() < 2
+            or (self.bias is not None and self.bias.dtype is not weight.dtype)
+            or not available()
+        ):
+            return F.linear(input, weight, self.bias)
+        return _LINEAR(input, self._packed_weight(weight), self.bias, "none", [], "")
 
-    def _packed_weight(self) -> Tensor:
+    def _packed_weight(self, weight: Tensor) -> Tensor:
         """oneDNN's layout of the weight, made again after any change to it (an optimizer
         step or ``load_state_dict`` bumps its version; ``.to`` gives a new tensor)."""
-        weight = self.weight
-        key = (weight.data_ptr(), weight._version, weight.dtype, tuple(weight.shape))
-        if self._packed is None or key != self._packed_key:
+        key = (weight.data_ptr(), weight._version, weight.dtype, weight.shape)
+        if key != self._packed_key:
             self._packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), _ROWS_HINT)
             self._packed_key = key
         return self._packed
@@ -110,18 +114,20 @@ class PrepackedLinear(nn.Linear):
         return state
 
 
-def prepack_linears(model: nn.Module) -> int:
-    """Replace every plain ``nn.Linear`` inside ``model`` by a :class:`PrepackedLinear`
-    holding the same parameters (the state dict keeps its keys and tensors). Returns how
-    many were replaced: 0 when this PyTorch lacks the operators. In place."""
+def prepack_linears(model: nn.Module, min_weights: int = MIN_WEIGHTS) -> int:
+    """Replace every plain ``nn.Linear`` inside ``model`` with at least ``min_weights``
+    weights by a :class:`PrepackedLinear` holding the same parameters (the state dict
+    keeps its keys and tensors). Returns how many were replaced: 0 when this PyTorch
+    lacks the operators. In place."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    min_weights = positive_int("min_weights", min_weights)
     if not available():
         return 0
     replaced = 0
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
-            if type(child) is nn.Linear:
+            if type(child) is nn.Linear and child.weight.numel() >= min_weights:
                 setattr(parent, name, PrepackedLinear(child))
                 replaced += 1
     return replaced

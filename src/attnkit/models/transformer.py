@@ -34,6 +34,7 @@ from attnkit.attention.kv_cache import KVCache
 from attnkit.attention.masking import attention_mask
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import PositionalEncoding
+from attnkit.models import transformer_step
 from attnkit.models.seq2seq import AttentionDecoder, Encoder, EncoderDecoder, check_tokens
 
 __all__ = [
@@ -308,6 +309,9 @@ class TransformerDecoder(_TokenStack, AttentionDecoder):
             )
         caches = [BlockCache() if c is None else c.copy() for c in caches]  # state kept as is
         cross_mask = padding_mask(enc_valid_lens, *enc_outputs.shape[:2], X.device)
+        if transformer_step.applies(self, X, caches, _STANDARD):  # one position, inference
+            logits = transformer_step.decoder_step(self, X, cross_mask, caches)
+            return logits, [enc_outputs, enc_valid_lens, caches]
         Y = self._embed(X, offset=len(caches[0]))
         for blk, cache in zip(self.blks, caches, strict=True):
             Y = blk(Y, enc_outputs, cross_mask, cache)  # as a module: forward hooks fire
@@ -347,6 +351,9 @@ class TransformerDecoder(_TokenStack, AttentionDecoder):
         """Enc-dec attention of the last block, averaged over heads: (B, T, S)."""
         w = self.blks[-1].attention2.attention_weights
         return None if w is None else w.mean(1)
+
+
+_STANDARD = (DecoderBlock, AddNorm, PositionWiseFFN)  # what transformer_step computes
 
 
 def build_transformer(

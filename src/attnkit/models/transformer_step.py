@@ -1,0 +1,138 @@
+"""The Transformer decoder's one-position step in inference, as plain tensor calls.
+
+Shape legend: B batch, S source length, t positions decoded so far, D model width,
+H heads, Dh = D / H, V vocabulary size.
+
+Decoding calls the decoder once per generated position. At that size (B rows, one
+position) a step's matrix products take a few hundred microseconds, and the modules'
+own Python (about 45 module calls, their argument checks and branches: ~0.5 ms a step
+measured on the 2-core test machine) took as long again: the last sentences of a batch,
+decoded alone, cost mostly that. :func:`decoder_step` computes what
+``TransformerDecoder.forward`` computes for one new position with a filled cache, from
+the same parameters, in the same order of operations, without the module calls:
+
+    x = Embed(y) * sqrt(D) + P[t]                                        (B, 1, D)
+    per block:  x = AddNorm(x, SelfAttn(x; cache))     q, k, v: (B, H, 1, Dh)
+                x = AddNorm(x, CrossAttn(x; encoder keys/values, source mask))
+                x = AddNorm(x, W2 relu(W1 x))
+    logits = Dense(FinalNorm(x))                                         (B, 1, V)
+
+``TransformerDecoder.forward`` runs it only when :func:`applies` (eval mode, autograd
+off, no attention being recorded, no forward hooks, the standard blocks and sublayers,
+the caches filled by an earlier step); otherwise its modules run. The tests hold the
+two equal for pre- and post-norm, with and without biases.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnkit.attention.multihead import MultiHeadAttention
+from attnkit.attention.positional import PositionalEncoding
+from attnkit.attention.recording import recording
+from attnkit.attention.single_head import scaled_dot_product
+
+__all__ = ["applies", "decoder_step"]
+
+_hooks = nn.modules.module  # the global hook registries live in this module
+
+
+def applies(decoder, X: Tensor, caches: list, standard: tuple[type, type, type]) -> bool:
+    """Whether :func:`decoder_step` computes this call: one position, inference, no
+    hooks or recording, the standard sublayers (``standard``: the classes of the
+    decoder block, its AddNorm and its FFN), every block's caches filled."""
+    if X.shape[1] != 1 or decoder.training or torch.is_grad_enabled() or recording():
+        return False
+    if _hooks._global_forward_hooks or _hooks._global_forward_pre_hooks:
+        return False
+    if type(decoder.pos_encoding) is not PositionalEncoding or not isinstance(
+        decoder.final_norm, (nn.LayerNorm, nn.Identity)
+    ):
+        return False
+    if len(caches[0]) + 1 > decoder.pos_encoding.max_len:
+        return False  # the module path raises the error
+    for blk, cache in zip(decoder.blks, caches, strict=True):
+        if not _standard_block(blk, *standard) or cache is None:
+            return False
+        if not (cache.self_attention.filled and cache.cross_attention.filled):
+            return False
+    return not any(m._forward_hooks or m._forward_pre_hooks for m in decoder.modules())
+
+
+def _standard_block(blk, block_type: type, addnorm_type: type, ffn_type: type) -> bool:
+    if type(blk) is not block_type or type(blk.ffn) is not ffn_type:
+        return False
+    for attention in (blk.attention1, blk.attention2):
+        if (
+            type(attention) is not MultiHeadAttention
+            or not attention.fused_qkv
+            or attention.num_kv_heads != attention.num_heads
+            or attention.rope is not None
+            or attention.alibi is not None
+            or attention.record_weights
+        ):
+            return False
+    return all(type(a) is addnorm_type for a in (blk.addnorm1, blk.addnorm2, blk.addnorm3))
+
+
+def decoder_step(decoder, X: Tensor, enc_valid_mask: Tensor | None, caches: list) -> Tensor:
+    """One position through the decoder (``applies`` must hold): X (B, 1) token ids,
+    the source mask bool (B, 1, 1, S) or None, the blocks' caches (copies, updated in
+    place: their self-attention gains this position) -> logits (B, 1, V)."""
+    t = len(caches[0])
+    D = decoder.num_hiddens
+    table = decoder.pos_encoding.P[0]  # (N, D)
+    x = decoder.embedding.forward(X) * math.sqrt(D)  # (B, 1, D)
+    x = x + table[t : t + 1].unsqueeze(0).to(x.dtype)
+    for blk, cache in zip(decoder.blks, caches, strict=True):
+        x = _sublayer(blk.addnorm1, x, lambda h, b=blk, c=cache: _self_attention(b, h, c))
+        x = _sublayer(
+            blk.addnorm2, x, lambda h, b=blk, c=cache: _cross_attention(b, h, c, enc_valid_mask)
+        )
+        x = _sublayer(blk.addnorm3, x, lambda h, b=blk: _ffn(b.ffn, h))
+    if isinstance(decoder.final_norm, nn.LayerNorm):
+        x = _layer_norm(decoder.final_norm, x)
+    return decoder.dense.forward(x)  # (B, 1, V)
+
+
+def _sublayer(addnorm, x: Tensor, sublayer) -> Tensor:
+    """AddNorm around a sublayer: pre-norm x + f(LN(x)); post-norm LN(f(x) + x)."""
+    if addnorm.pre_norm:
+        return x + sublayer(_layer_norm(addnorm.ln, x))
+    return _layer_norm(addnorm.ln, sublayer(x) + x)
+
+
+def _layer_norm(ln: nn.LayerNorm, x: Tensor) -> Tensor:
+    return F.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
+
+
+def _self_attention(blk, h: Tensor, cache) -> Tensor:
+    """h (B, 1, D) -> (B, 1, D): the new position attends every position so far."""
+    attention = blk.attention1
+    B, H = h.shape[0], attention.num_heads
+    qkv = attention.W_qkv.forward(h)  # (B, 1, 3D)
+    q, k, v = qkv.view(B, 1, 3, H, -1).unbind(2)  # (B, 1, H, Dh) each
+    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, 1, Dh)
+    keys, values = cache.self_attention.update(k, v)  # (B, H, t + 1, Dh)
+    out = scaled_dot_product(q, keys, values)[0]  # (B, H, 1, Dh)
+    return attention.W_o.forward(out.reshape(B, 1, attention.num_hiddens))
+
+
+def _cross_attention(blk, h: Tensor, cache, mask: Tensor | None) -> Tensor:
+    """h (B, 1, D) -> (B, 1, D): attention over the encoder's cached keys and values."""
+    attention = blk.attention2
+    B, D = h.shape[0], attention.num_hiddens
+    W = attention.W_qkv
+    q = F.linear(h, W.weight[:D], None if W.bias is None else W.bias[:D])  # (B, 1, D)
+    q = q.view(B, 1, attention.num_heads, -1).transpose(1, 2)  # (B, H, 1, Dh)
+    keys, values = cache.cross_attention.keys, cache.cross_attention.values  # (B, H, S, Dh)
+    out = scaled_dot_product(q, keys, values, mask)[0]  # (B, H, 1, Dh)
+    return attention.W_o.forward(out.reshape(B, 1, D))
+
+
+def _ffn(ffn, h: Tensor) -> Tensor:
+    return ffn.dense2.forward(torch.relu(ffn.dense1.forward(h)))
