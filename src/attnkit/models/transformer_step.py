@@ -60,7 +60,15 @@ def applies(decoder, X: Tensor, caches: list, standard: tuple[type, type, type])
             return False
         if not (cache.self_attention.filled and cache.cross_attention.filled):
             return False
-    return not any(m._forward_hooks or m._forward_pre_hooks for m in decoder.modules())
+    return not _hooked(decoder)
+
+
+def _hooked(module: nn.Module) -> bool:
+    """Whether the module or one below it has a forward (pre-)hook (a plain recursion:
+    ``modules()``' bookkeeping cost more than the rest of this check)."""
+    if module._forward_hooks or module._forward_pre_hooks:
+        return True
+    return any(_hooked(child) for child in module._modules.values() if child is not None)
 
 
 def _standard_block(blk, block_type: type, addnorm_type: type, ffn_type: type) -> bool:
