@@ -64,7 +64,8 @@ x2 FLOPs per multiply-add, x3 for forward + backward). Per target token this is 
 6 [Ld (6d^2 + 2dF) + dV + r (Le (4d^2 + 2dF) + 2 Ld d^2)] = 17.2 + 11.0 r MFLOP, r the
 source/target token ratio (26.8 MFLOP at r = 0.88, the issue's figure).
 
-**decode**: greedy and beam search of attnkit (``Translator.translate``, the library call)
+**decode**: greedy and beam search of attnkit (``Translator.translate``, the library call;
+float32, and int8 with ``Translator.load(..., int8=True)``, ``attnkit.inference.int8``)
 against CTranslate2 float32 and int8 on the same checkpoint (exported with
 ``export_ctranslate2`` into a temporary folder), from English text to French text
 (normalization and SentencePiece included), ``--batch`` sentences at a time, the same
@@ -512,7 +513,7 @@ def _worker(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     sentences = json.loads(Path(args.input).read_text(encoding="utf-8"))
     out: dict[str, Any] = {}
-    if args.engine == "attnkit":
+    if args.engine in ("attnkit", "attnkit-int8"):
         import torch
 
         from attnkit.inference.translator import Translator
@@ -520,7 +521,7 @@ def _worker(args: argparse.Namespace) -> int:
         out["import_s"] = time.perf_counter() - t0
         torch.set_num_threads(args.threads)
         t0 = time.perf_counter()
-        translator = Translator.load(args.model)
+        translator = Translator.load(args.model, int8=args.engine == "attnkit-int8")
         out["load_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         hyps = translator.translate(
@@ -600,7 +601,10 @@ def _decode(args: argparse.Namespace, steps: int, sentences: list[str], where: s
     beam = args.beam
     lp = args.length_penalty
     have_ct2 = _have("ctranslate2")
-    engines = [Engine("attnkit greedy", "attnkit", args.checkpoint, 1)]
+    engines = [
+        Engine("attnkit greedy", "attnkit", args.checkpoint, 1),
+        Engine("attnkit int8 greedy", "attnkit-int8", args.checkpoint, 1),
+    ]
     vocab: list[str] = []
     if have_ct2:
         from attnkit.inference.export_ctranslate2 import export_ctranslate2
@@ -771,7 +775,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.set_defaults(func=run_decode)
     w = sub.add_parser("_worker", help="(internal) one engine of decode in its own process")
-    w.add_argument("--engine", choices=["attnkit", "ct2"], required=True)
+    w.add_argument("--engine", choices=["attnkit", "attnkit-int8", "ct2"], required=True)
     w.add_argument("--model", required=True)
     w.add_argument("--input", required=True)
     w.add_argument("--out", required=True)

@@ -146,6 +146,8 @@ def register(sub) -> None:
     e.add_argument("--beam", type=int, default=None, metavar="N",
                    help="beam search with N hypotheses (length penalty 0.6); default greedy")  # fmt: skip
     e.add_argument("--device", default="cpu")
+    e.add_argument("--int8", action="store_true",
+                   help="linear layers in int8 (CPU): faster in batches, a few outputs change")  # fmt: skip
     e.add_argument("--debug", action="store_true", help="show tracebacks")
     e.set_defaults(func=run_eval)
 
@@ -202,6 +204,8 @@ def register(sub) -> None:
         help="translate words not in the English vocabulary as <unk> (default: error)",
     )
     r.add_argument("--device", default="cpu")
+    r.add_argument("--int8", action="store_true",
+                   help="linear layers in int8 (CPU): faster in batches, a few outputs change")  # fmt: skip
     r.add_argument("--debug", action="store_true", help="show tracebacks")
     r.set_defaults(func=run_run)
 

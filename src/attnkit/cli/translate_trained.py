@@ -37,6 +37,7 @@ def run_average(args: argparse.Namespace) -> int:
 def run_eval(args: argparse.Namespace) -> int:
     from attnkit.data.subword import SubwordTokenizer
     from attnkit.data.translation import load_translation_data
+    from attnkit.inference.int8 import quantize_int8
     from attnkit.inference.loading import load_model
     from attnkit.inference.translator import Translator
 
@@ -47,7 +48,9 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.beam is not None and args.beam < 1:
         raise ValueError(f"--beam must be at least 1, got {args.beam}")
     check_device(args.device)
-    model, cfg = load_model(args.checkpoint, args.device)
+    model, cfg = load_model(args.checkpoint, args.device, prepack=not args.int8)
+    if args.int8:
+        quantize_int8(model)
     data_args = dict(cfg.get("data_args") or {})
     if args.data is not None:
         data_args["data"] = args.data
@@ -66,7 +69,8 @@ def run_eval(args: argparse.Namespace) -> int:
     print(
         f"{args.split} BLEU {ev.bleu:.2f}, chrF {ev.chrf:.2f} on {len(ev.sources)} sentences "
         f"(arch {cfg['arch']}, epoch {cfg.get('epoch')}, step {cfg.get('step')}, "
-        f"{'greedy' if args.beam is None else f'beam {args.beam}'})"
+        f"{'greedy' if args.beam is None else f'beam {args.beam}'}"
+        f"{', int8' if args.int8 else ''})"
     )
     print(f"sacreBLEU signature: {ev.signature}")
     return 0
@@ -99,7 +103,7 @@ def run_run(args: argparse.Namespace) -> int:
             "nothing to translate: give sentences as arguments or --input FILE (- for stdin)"
         )  # fmt: skip
     sentences = list(args.sentences) or _read_input(args.input)
-    translator = Translator.load(args.checkpoint, args.device)
+    translator = Translator.load(args.checkpoint, args.device, int8=args.int8)
     if heatmap is not None and not isinstance(translator.model.decoder, AttentionDecoder):
         raise ValueError(f"arch {translator.arch!r} has no attention for --heatmap")
     # --input: a blank line gives a blank output line, so output line i translates input line i

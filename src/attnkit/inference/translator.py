@@ -129,12 +129,19 @@ class Translator:
         self.config: dict[str, Any] = {}  # the checkpoint's config.json (``load``)
 
     @classmethod
-    def load(cls, checkpoint_dir: str | os.PathLike, device: str = "cpu") -> Translator:
-        """The translator saved in ``checkpoint_dir`` (its tokenizer files included)."""
+    def load(
+        cls, checkpoint_dir: str | os.PathLike, device: str = "cpu", *, int8: bool = False
+    ) -> Translator:
+        """The translator saved in ``checkpoint_dir`` (its tokenizer files included);
+        ``int8``: its linear layers in int8 (``attnkit.inference.int8``, CPU only)."""
         from attnkit.data.translation import TranslationData
+        from attnkit.inference.int8 import quantize_int8
         from attnkit.inference.loading import load_model
 
-        model, cfg = load_model(checkpoint_dir, device)
+        int8 = boolean("int8", int8)
+        model, cfg = load_model(checkpoint_dir, device, prepack=not int8)
+        if int8:
+            quantize_int8(model)
         data = TranslationData.from_dict(cfg["data"], checkpoint_dir)
         translator = cls(model, data, model_config=cfg.get("model_config"), arch=str(cfg["arch"]))
         translator.config = cfg
