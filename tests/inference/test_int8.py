@@ -4,6 +4,7 @@ lines' --int8; clear errors."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import pickle
 from pathlib import Path
@@ -37,6 +38,32 @@ def _bound(layer: Int8Linear, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return per_row + s * step / 4 * w.shape[1] + 1e-4 * (x.abs() @ w.abs().t()) + 1e-5
 
 
+@contextlib.contextmanager
+def _int8_product_from(work: int):
+    saved = int8.INT8_MIN_WORK
+    int8.INT8_MIN_WORK = work
+    try:
+        yield
+    finally:
+        int8.INT8_MIN_WORK = saved
+
+
+def test_the_row_count_picks_the_product(monkeypatch):
+    layer = Int8Linear(nn.Linear(256, 4000))  # 1,024,000 weights: int8 from 33 rows
+    calls = []
+    real = torch.ops.onednn.qlinear_pointwise.tensor
+    monkeypatch.setattr(
+        int8.torch.ops.onednn.qlinear_pointwise,
+        "tensor",
+        lambda *a: calls.append(a[0].shape[0]) or real(*a),
+        raising=False,
+    )
+    with torch.no_grad():
+        for rows in (1, 32, 33, 64):
+            layer(torch.randn(rows, 256))
+    assert calls == [33, 64]
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     rows=st.sampled_from([(1,), (3,), (2, 5), (64,)]),
@@ -50,12 +77,19 @@ def test_each_output_is_within_the_rounding_bound(rows, d_in, d_out, bias, shift
     linear = nn.Linear(d_in, d_out, bias=bias)
     layer = Int8Linear(linear)
     x = torch.randn(*rows, d_in) + shift
-    with torch.no_grad():
+    with torch.no_grad(), _int8_product_from(0):  # every call: the int8 product
         got = layer(x).double()
+        small = F.linear(
+            x.double(), layer.weight.double(), None if not bias else layer.bias.double()
+        )
+    with torch.no_grad():  # few rows: the float32 product of the rounded weights
+        torch.testing.assert_close(layer(x).double(), small, rtol=1e-5, atol=1e-5)
+    with torch.no_grad():
         exact = F.linear(
             x.double(), linear.weight.double(), None if not bias else linear.bias.double()
         )
     assert got.shape == (*rows, d_out)
+    assert not torch.allclose(got, small, rtol=0, atol=0) or x.abs().max() == 0 or d_in == 1
     error = (got - exact).reshape(-1, d_out).abs()
     assert (error <= _bound(layer, x, linear.weight.detach())).all()
 
@@ -129,9 +163,10 @@ def checkpoint(real_format_file, tmp_path_factory) -> Path:
 
 
 def test_a_trained_translator_in_int8_predicts_the_same_next_tokens(checkpoint, real_format_file):
-    """Teacher-forced on float32's own translations, the int8 model picks the same next
-    token at nearly every position (whole sentences change more: one different token
-    and the rest follows; on this weakly trained model 44 of 60 stayed the same)."""
+    """Teacher-forced on float32's own translations, the int8 model (int8 products at
+    every call) picks the same next token at nearly every position (whole sentences change
+    more: one different token and the rest follows; on this weakly trained model 44 of
+    60 stayed the same)."""
     float32 = Translator.load(checkpoint)
     quantized = Translator.load(checkpoint, int8=True)
     assert any(isinstance(m, Int8Linear) for m in quantized.model.modules())
@@ -145,12 +180,14 @@ def test_a_trained_translator_in_int8_predicts_the_same_next_tokens(checkpoint, 
     for i, h in enumerate(hyps):
         tgt[i, : len(h.ids) + 1] = torch.tensor([vocab["<bos>"], *h.ids])
     valid = torch.arange(width)[None] <= torch.tensor([len(h.ids) for h in hyps])[:, None]
-    with torch.no_grad():
+    with torch.no_grad(), _int8_product_from(0):  # this small model: force int8 products
         a = float32.model(src, tgt, src_len)[0].argmax(-1)
         b = quantized.model(src, tgt, src_len)[0].argmax(-1)
     agree = float((a == b)[valid].float().mean())
     assert agree >= 0.95, f"{agree:.1%} of next tokens agree"
-    same = sum(x.ids == y.ids for x, y in zip(hyps, quantized.translate(sentences), strict=True))
+    with _int8_product_from(0):
+        int8_hyps = quantized.translate(sentences)
+    same = sum(x.ids == y.ids for x, y in zip(hyps, int8_hyps, strict=True))
     assert same >= len(sentences) // 2
 
 

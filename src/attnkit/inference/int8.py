@@ -3,30 +3,37 @@
 Shape legend: N rows (every leading dimension of the input), D_in, D_out the widths.
 
 ``Int8Linear`` holds a linear layer's weight as int8, each output row w_o rounded to
-``round(w_o / s_o)`` in [-127, 127] with its own scale ``s_o = max|w_o| / 127``. At each
-call the input is quantized to uint8 with one scale and zero point for the whole call
-(from its minimum and maximum, 0 included), and oneDNN's int8 product
-(``torch.ops.onednn.qlinear_pointwise``, the operator PyTorch's compiler uses for x86
-int8 models) returns float32 with the bias added. Embeddings, LayerNorms and attention's
-own products stay float32. Outputs change slightly: the tests bound each layer's error
-and count changed translations; ``benchmarks/peers.py decode --int8`` measures speed,
-changed outputs and BLEU on a trained model.
+``round(w_o / s_o)`` in [-127, 127] with its own scale ``s_o = max|w_o| / 127``. A call
+with enough work (rows x weights >= ``INT8_MIN_WORK``) quantizes the input to uint8 with
+one scale and zero point for the whole call (from its minimum and maximum, 0 included)
+and runs oneDNN's int8 product (``torch.ops.onednn.qlinear_pointwise``, the operator
+PyTorch's compiler uses for x86 int8 models), which returns float32 with the bias added;
+a call with fewer rows multiplies by the same rounded weights in float32 (quantizing the
+input costs more there than the int8 product saves). Embeddings, LayerNorms and
+attention's own products stay float32. Outputs change slightly: the tests bound each layer's error
+and count changed next tokens; ``benchmarks/peers.py decode`` measures speed and changed
+outputs on a trained model, ``benchmarks/linear_layout.py`` each layer.
 
-Measured 2026-11-25 on the 2-core test machine (the recipe's 256 x 4000 output layer,
-float32 with the weight prepacked against int8): 1 row 50 -> 90 us (quantizing the input
-costs more than it saves), 16 rows 174 -> 132 us, 64 rows 626 -> 270 us, 256 rows
-2,354 -> 781 us: int8 pays for beam search and full batches, not for single rows.
-
-Because one input scale serves a whole call, a row's result can depend on the other rows
-of its batch (as in other dynamic-int8 engines); float32 decoding does not.
+Because one input scale serves a whole call, and the row count picks the product, a row's
+result can depend on the other rows of its batch (as in other dynamic-int8 engines);
+float32 decoding does not.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["Int8Linear", "available", "quantize_int8"]
+from attnkit.inference import prepacked
+
+__all__ = ["INT8_MIN_WORK", "Int8Linear", "available", "quantize_int8"]
+
+# rows x weights from which the int8 product beats the float32 one of the same (rounded)
+# weights, prepacked; measured with benchmarks/linear_layout.py 2026-11-25: the output
+# layer (1 M weights) from 64 rows (639 -> 347 us), 768 x 256 and 1024 x 256 from 256
+# rows (477 -> 311, 635 -> 350 us), 256 x 256 never
+INT8_MIN_WORK = 1 << 25
 
 _available: bool | None = None
 
@@ -66,8 +73,15 @@ class Int8Linear(nn.Module):
         self.register_buffer("weight", q.float() * scale[:, None], persistent=False)
         bias = None if linear.bias is None else linear.bias.detach().to("cpu", torch.float32)
         self.register_buffer("bias", bias)
-        self._packed = torch.ops.onednn.qlinear_prepack(q, None)  # oneDNN's int8 layout
         self._zero_points = torch.zeros(self.out_features, dtype=torch.long)
+        self._pack()
+
+    def _pack(self) -> None:
+        """oneDNN's layouts: the int8 weight, and the float32 one for calls with few rows."""
+        self._packed = torch.ops.onednn.qlinear_prepack(self.weight_int8, None)
+        self._float_packed = None  # (D_out, D_in) in oneDNN's float32 layout, or None
+        if prepacked.available() and self.weight.numel() >= prepacked.MIN_WEIGHTS:
+            self._float_packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, 64)
 
     def forward(self, input: Tensor) -> Tensor:  # (..., D_in) float32 -> (..., D_out) float32
         if input.dtype != torch.float32 or input.device.type != "cpu":
@@ -79,6 +93,14 @@ class Int8Linear(nn.Module):
         x = input.reshape(-1, self.in_features)  # (N, D_in)
         if x.shape[0] == 0:
             return input.new_zeros(*input.shape[:-1], self.out_features)
+        if x.shape[0] * self.weight.numel() < INT8_MIN_WORK:  # few rows: the float product
+            if self._float_packed is None:
+                out = F.linear(x, self.weight, self.bias)
+            else:
+                out = torch.ops.mkldnn._linear_pointwise(
+                    x, self._float_packed, self.bias, "none", [], ""
+                )
+            return out.reshape(*input.shape[:-1], self.out_features)
         low, high = torch.aminmax(x)
         low, high = low.clamp(max=0.0), high.clamp(min=0.0)  # 0 exactly representable
         step = ((high - low) / 255).clamp_min(torch.finfo(torch.float32).tiny)  # ()
@@ -97,13 +119,13 @@ class Int8Linear(nn.Module):
         )
 
     def __getstate__(self) -> dict:
-        state = dict(self.__dict__)  # oneDNN's packed weight is made again on loading
-        state["_packed"] = None
+        state = dict(self.__dict__)  # oneDNN's packed weights are made again on loading
+        state["_packed"] = state["_float_packed"] = None
         return state
 
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)
-        self._packed = torch.ops.onednn.qlinear_prepack(self.weight_int8, None)
+        self._pack()
 
 
 def quantize_int8(model: nn.Module) -> int:
