@@ -111,6 +111,40 @@ def real_format_file(tmp_path_factory) -> Callable[..., Path]:
     return write
 
 
+# a tiny pre-norm subword Transformer (2 + 2 layers, d_model 32): seconds to train
+SUBWORD_TRAIN = [
+    "translate", "train", "--arch", "transformer", "--tokenizer", "sentencepiece",
+    "--vocab-size", "400", "--d-model", "32", "--num-layers", "2", "--d-ff", "64",
+    "--num-heads", "4", "--batch-tokens", "1024", "--bleu-sentences", "8", "--epochs", "12",
+    "--lr", "0.005", "--dropout", "0", "--pre-norm", "true", "--no-progress", "--threads", "1",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def subword_train_argv() -> list[str]:
+    """The command line of ``subword_checkpoint`` (without --data and --out)."""
+    return list(SUBWORD_TRAIN)
+
+
+@pytest.fixture(scope="session")
+def subword_checkpoint(real_format_file, tmp_path_factory) -> Path:
+    """``SUBWORD_TRAIN`` on 300 real-format pairs (``real_format_file(300, seed=1)``), once
+    per session: varied translations, most of them ending with <eos>. Read it, never write
+    into it."""
+    import torch
+
+    from attnkit.cli import main
+
+    out = tmp_path_factory.mktemp("subword") / "tf"
+    threads = torch.get_num_threads()
+    try:
+        argv = [*SUBWORD_TRAIN, "--data", str(real_format_file(300, seed=1)), "--out", str(out)]
+        assert main(argv) == 0
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
 @pytest.fixture(scope="session")
 def tiny_data():
     """~300 generated EN-FR pairs (seconds to train on)."""

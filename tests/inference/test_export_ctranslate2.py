@@ -22,26 +22,12 @@ from attnkit.inference.export_ctranslate2 import export_ctranslate2, transformer
 from attnkit.inference.translator import Translator
 from attnkit.models.registry import build_model
 
-TRAIN = [
-    "translate", "train", "--arch", "transformer", "--tokenizer", "sentencepiece",
-    "--vocab-size", "400", "--d-model", "32", "--num-layers", "2", "--d-ff", "64",
-    "--num-heads", "4", "--batch-tokens", "1024", "--bleu-sentences", "8", "--epochs", "12",
-    "--lr", "0.005", "--dropout", "0", "--pre-norm", "true", "--no-progress", "--threads", "1",
-]  # fmt: skip
-
 
 @pytest.fixture(scope="module")
-def checkpoint(real_format_file, tmp_path_factory) -> Path:
+def checkpoint(subword_checkpoint) -> Path:
     """A tiny pre-norm subword Transformer (2 + 2 layers) trained for a few seconds: varied
     translations, most of them ending with <eos>."""
-    out = tmp_path_factory.mktemp("export") / "tf"
-    threads = torch.get_num_threads()
-    try:
-        argv = [*TRAIN, "--data", str(real_format_file(300, seed=1)), "--out", str(out)]
-        assert main(argv) == 0
-    finally:
-        torch.set_num_threads(threads)
-    return out
+    return subword_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -89,12 +75,14 @@ def _ct2_greedy_ids(folder: Path, checkpoint: Path, sentences: list[str]):
     return [data.tgt_vocab[r.hypotheses[0]] for r in results], want
 
 
-def test_one_subword_model_per_language_exports_both(real_format_file, tmp_path):
+def test_one_subword_model_per_language_exports_both(
+    real_format_file, subword_train_argv, tmp_path
+):
     """--separate-vocab: two SentencePiece models, two vocabularies, the same equality."""
     pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (attnkit[peers])")
     corpus = real_format_file(300, seed=2)
     checkpoint = tmp_path / "sep"
-    train = [*TRAIN, "--separate-vocab", "--vocab-size", "350", "--epochs", "4"]
+    train = [*subword_train_argv, "--separate-vocab", "--vocab-size", "350", "--epochs", "4"]
     threads = torch.get_num_threads()
     try:
         assert main([*train, "--data", str(corpus), "--out", str(checkpoint)]) == 0

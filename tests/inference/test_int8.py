@@ -141,25 +141,10 @@ def test_quantize_int8_replaces_every_linear_layer_prepacked_ones_included():
     assert not model.training
 
 
-TRAIN = [
-    "translate", "train", "--arch", "transformer", "--tokenizer", "sentencepiece",
-    "--vocab-size", "400", "--d-model", "32", "--num-layers", "2", "--d-ff", "64",
-    "--num-heads", "4", "--batch-tokens", "1024", "--bleu-sentences", "8", "--epochs", "12",
-    "--lr", "0.005", "--dropout", "0", "--pre-norm", "true", "--no-progress", "--threads", "1",
-]  # fmt: skip
-
-
 @pytest.fixture(scope="module")
-def checkpoint(real_format_file, tmp_path_factory) -> Path:
-    """A tiny subword Transformer trained for a few seconds."""
-    out = tmp_path_factory.mktemp("int8") / "tf"
-    threads = torch.get_num_threads()
-    try:
-        argv = [*TRAIN, "--data", str(real_format_file(300, seed=1)), "--out", str(out)]
-        assert main(argv) == 0
-    finally:
-        torch.set_num_threads(threads)
-    return out
+def checkpoint(subword_checkpoint) -> Path:
+    """A tiny subword Transformer trained for a few seconds (``SUBWORD_TRAIN``)."""
+    return subword_checkpoint
 
 
 def test_a_trained_translator_in_int8_predicts_the_same_next_tokens(checkpoint, real_format_file):
