@@ -110,8 +110,8 @@ def test_inputs_follow_the_model_device(checkpoint, monkeypatch, capsys):
     load = ck.load_model
     seen = []
 
-    def load_on_meta(directory, device="cpu"):
-        model, cfg = load(directory, device)
+    def load_on_meta(directory, device="cpu", **options):
+        model, cfg = load(directory, device, **options)
         return model.to("meta"), cfg  # a device the CPU inputs are not on
 
     def fake_greedy(model, src, src_len, **kwargs):

@@ -28,14 +28,14 @@ pytestmark = pytest.mark.skipif(
 
 
 def _bound(layer: Int8Linear, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """Per output, the most the int8 product can differ from x wᵀ in exact arithmetic:
-    weights off by at most s_o / 2, inputs by at most step / 2 (float64)."""
+    """(N, D_out): the most the int8 product can differ from x wᵀ in exact arithmetic:
+    weights off by at most s_o / 2, each row's inputs by at most its step / 2, the step
+    being the row's largest |value| / 127 (float64)."""
     x, w = x.double().reshape(-1, x.shape[-1]), w.double()
-    low, high = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
-    step = max((high - low) / 255, torch.finfo(torch.float32).tiny)
+    step = x.abs().amax(dim=1, keepdim=True) / 127  # (N, 1)
     s = layer.scale.double()  # (D_out,)
-    per_row = x.abs() @ (s[:, None] / 2).expand_as(w).t() + (w.abs().sum(1) * step / 2)
-    return per_row + s * step / 4 * w.shape[1] + 1e-4 * (x.abs() @ w.abs().t()) + 1e-5
+    per_row = x.abs() @ (s[:, None] / 2).expand_as(w).t() + step / 2 * w.abs().sum(1)
+    return per_row + step * s / 4 * w.shape[1] + 1e-4 * (x.abs() @ w.abs().t()) + 1e-5
 
 
 @contextlib.contextmanager
@@ -51,10 +51,10 @@ def _int8_product_from(work: int):
 def test_the_row_count_picks_the_product(monkeypatch):
     layer = Int8Linear(nn.Linear(256, 4000))  # 1,024,000 weights: int8 from 33 rows
     calls = []
-    real = torch.ops.onednn.qlinear_pointwise.tensor
+    real = torch.ops.onednn.qlinear_pointwise
     monkeypatch.setattr(
-        int8.torch.ops.onednn.qlinear_pointwise,
-        "tensor",
+        int8.torch.ops.onednn,
+        "qlinear_pointwise",
         lambda *a: calls.append(a[0].shape[0]) or real(*a),
         raising=False,
     )
@@ -94,6 +94,30 @@ def test_each_output_is_within_the_rounding_bound(rows, d_in, d_out, bias, shift
     assert (error <= _bound(layer, x, linear.weight.detach())).all()
 
 
+def test_each_row_is_quantized_on_its_own():
+    """A row of huge (or non-finite) values does not spoil the others' results."""
+    torch.manual_seed(0)
+    layer = Int8Linear(nn.Linear(64, 32))
+    x = torch.randn(8, 64)
+    with torch.no_grad(), _int8_product_from(0):
+        alone = layer(x[1:])
+        x_big = torch.cat([torch.full((1, 64), 1e4), x[1:]])
+        torch.testing.assert_close(layer(x_big)[1:], alone, rtol=0, atol=0)
+        x_nan = torch.cat([torch.full((1, 64), float("nan")), x[1:]])
+        out = layer(x_nan)
+    assert out[0].isnan().all() and torch.equal(out[1:], alone)
+
+
+def test_loading_a_state_dict_updates_every_derived_weight():
+    a, b = Int8Linear(nn.Linear(256, 4000)), Int8Linear(nn.Linear(256, 4000))
+    b.load_state_dict(a.state_dict())
+    torch.testing.assert_close(b.weight, a.weight, rtol=0, atol=0)
+    x = torch.randn(40, 256)
+    with torch.no_grad():
+        for rows in (1, 40):  # the float product and the int8 product
+            torch.testing.assert_close(b(x[:rows]), a(x[:rows]), rtol=0, atol=0)
+
+
 def test_weights_are_rounded_per_output_row():
     linear = nn.Linear(6, 3)
     with torch.no_grad():
@@ -131,6 +155,8 @@ def test_errors_name_what_is_wrong():
         Int8Linear(nn.Conv1d(2, 2, 1))
     with pytest.raises(TypeError, match=r"model must be a torch\.nn\.Module, got str"):
         quantize_int8("model")
+    with pytest.raises(ValueError, match="int8 runs on the CPU: device must be 'cpu', got 'meta'"):
+        Translator.load("no-such-folder", "meta", int8=True)  # refused before loading
 
 
 def test_quantize_int8_replaces_every_linear_layer_prepacked_ones_included():

@@ -24,7 +24,7 @@ needs_onednn = pytest.mark.skipif(
 
 def _linear(d_in=16, d_out=24, bias=True, seed=0):
     torch.manual_seed(seed)
-    return nn.Linear(d_in, d_out, bias=bias)
+    return nn.Linear(d_in, d_out, bias=bias).eval()
 
 
 def _count_packed_calls(monkeypatch) -> list[int]:
@@ -75,6 +75,12 @@ def test_inference_runs_the_packed_kernel_and_training_the_plain_one(monkeypatch
     with torch.inference_mode():
         layer(x)
     assert len(calls) == 2
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        assert layer(x).dtype == torch.bfloat16  # autocast: nn.Linear's behaviour
+    layer.train()
+    with torch.no_grad():
+        layer(x)
+    assert len(calls) == 2  # training mode: F.linear
     with torch.no_grad(), pytest.raises(RuntimeError, match="same dtype"):
         layer(x.double())  # another dtype than the weight's: F.linear's own error
     assert len(calls) == 2
@@ -92,9 +98,22 @@ def test_a_changed_weight_is_packed_again():
         assert not torch.allclose(before, after)
         layer.load_state_dict({"weight": torch.zeros(24, 16), "bias": torch.zeros(24)})
         assert torch.equal(layer(x), torch.zeros(3, 24))
+        layer.load_state_dict({"weight": torch.ones(24, 16), "bias": torch.zeros(24)})
+        layer.weight.data.mul_(3.0)  # through .data: no version bump, so ...
+        layer.train().eval()  # ... a mode change drops the packed weight
+        torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias))
         layer.to(torch.bfloat16)  # new tensors: packed again, in bf16
         got = layer(x.bfloat16())
-    assert got.dtype == torch.bfloat16 and torch.equal(got, torch.zeros(3, 24, dtype=got.dtype))
+    want = F.linear(x.bfloat16(), layer.weight, layer.bias)
+    assert got.dtype == torch.bfloat16 and torch.allclose(got.float(), want.float(), rtol=1e-2)
+
+
+@needs_onednn
+def test_parameters_made_in_inference_mode_work():
+    with torch.inference_mode():
+        layer = PrepackedLinear(_linear())
+        x = torch.randn(3, 16)
+        torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias))
 
 
 def test_it_is_the_same_linear_layer():

@@ -254,3 +254,5 @@ def test_reorder_state_with_same_sources_keeps_the_encoder_side(arch):
     encoder_side = {"seq2seq": "context", "bahdanau": "enc_outputs"}[arch]
     assert getattr(kept, encoder_side) is getattr(state, encoder_side)
     torch.testing.assert_close(model.decoder(y, kept)[0], model.decoder(y, copied)[0])
+    with pytest.raises(ValueError, match="same_sources needs one new row per old row, got 2"):
+        model.decoder.reorder_state(state, index[:2], same_sources=True)

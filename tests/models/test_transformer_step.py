@@ -124,3 +124,37 @@ def test_it_applies_only_where_it_computes_the_same():
     other.load_state_dict(decoder.blks[0].state_dict())
     decoder.blks[0] = other
     assert not _applies_after_one_step(model, src, src_len)
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["gelu", "layer_norm_subclass", "final_norm_subclass", "dropout_training", "embed_override"],
+)
+def test_a_changed_sublayer_takes_the_modules(change):
+    """A model whose sublayers compute something else than the standard ones: the step
+    does not apply, and decoding gives the modules' results."""
+    model, src, src_len = _model(True, True)
+
+    class OtherNorm(torch.nn.LayerNorm):
+        def forward(self, x):
+            return super().forward(x) * 2.0
+
+    decoder = model.decoder
+    if change == "gelu":
+        decoder.blks[0].ffn.relu = torch.nn.GELU()
+    elif change == "layer_norm_subclass":
+        old = decoder.blks[1].addnorm2.ln
+        decoder.blks[1].addnorm2.ln = OtherNorm(16)
+        decoder.blks[1].addnorm2.ln.load_state_dict(old.state_dict())
+    elif change == "final_norm_subclass":
+        decoder.final_norm = OtherNorm(16)
+    elif change == "dropout_training":
+        decoder.blks[0].addnorm1.dropout.train()
+    else:
+
+        class Shifted(type(decoder)):
+            def _embed(self, X, offset=0):
+                return super()._embed(X, offset) + 1.0
+
+        decoder.__class__ = Shifted
+    assert not _applies_after_one_step(model, src, src_len)

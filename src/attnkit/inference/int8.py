@@ -4,19 +4,19 @@ Shape legend: N rows (every leading dimension of the input), D_in, D_out the wid
 
 ``Int8Linear`` holds a linear layer's weight as int8, each output row w_o rounded to
 ``round(w_o / s_o)`` in [-127, 127] with its own scale ``s_o = max|w_o| / 127``. A call
-with enough work (rows x weights >= ``INT8_MIN_WORK``) quantizes the input to uint8 with
-one scale and zero point for the whole call (from its minimum and maximum, 0 included)
-and runs oneDNN's int8 product (``torch.ops.onednn.qlinear_pointwise``, the operator
-PyTorch's compiler uses for x86 int8 models), which returns float32 with the bias added;
-a call with fewer rows multiplies by the same rounded weights in float32 (quantizing the
-input costs more there than the int8 product saves). Embeddings, LayerNorms and
+with enough work (rows x weights >= ``INT8_MIN_WORK``) rounds each input row to 8 bits
+with its own scale (its largest value maps to 127; stored as uint8 around 128) and runs
+oneDNN's int8 product (``torch.ops.onednn.qlinear_pointwise``, the operator PyTorch's
+compiler uses for x86 int8 models), then scales each row back and adds the bias; a call
+with fewer rows multiplies by the same rounded weights in float32 (quantizing the input
+costs more there than the int8 product saves). Embeddings, LayerNorms and
 attention's own products stay float32. Outputs change slightly: the tests bound each layer's error
 and count changed next tokens; ``benchmarks/peers.py decode`` measures speed and changed
 outputs on a trained model, ``benchmarks/linear_layout.py`` each layer.
 
-Because one input scale serves a whole call, and the row count picks the product, a row's
-result can depend on the other rows of its batch (as in other dynamic-int8 engines);
-float32 decoding does not.
+Each row is quantized on its own (a row's large or non-finite values do not reach the
+others), but the row count of a call picks the product, so a sentence can come out
+differently in batches of other sizes; float32 decoding does not.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from torch import Tensor, nn
 from attnkit.inference import prepacked
 
 __all__ = ["INT8_MIN_WORK", "Int8Linear", "available", "quantize_int8"]
+
+_TINY = torch.finfo(torch.float32).tiny
 
 # rows x weights from which the int8 product beats the float32 one of the same (rounded)
 # weights, prepacked; measured with benchmarks/linear_layout.py 2026-11-25: the output
@@ -75,9 +77,12 @@ class Int8Linear(nn.Module):
         self.register_buffer("bias", bias)
         self._zero_points = torch.zeros(self.out_features, dtype=torch.long)
         self._pack()
+        self.register_load_state_dict_post_hook(_after_load)
 
     def _pack(self) -> None:
-        """oneDNN's layouts: the int8 weight, and the float32 one for calls with few rows."""
+        """What follows from ``weight_int8`` and ``scale``: the dequantized weight and
+        oneDNN's layouts (int8, and float32 for calls with few rows); after a load too."""
+        self.weight = self.weight_int8.float() * self.scale[:, None]  # (D_out, D_in)
         self._packed = torch.ops.onednn.qlinear_prepack(self.weight_int8, None)
         self._float_packed = None  # (D_out, D_in) in oneDNN's float32 layout, or None
         if prepacked.available() and self.weight.numel() >= prepacked.MIN_WEIGHTS:
@@ -101,15 +106,14 @@ class Int8Linear(nn.Module):
                     x, self._float_packed, self.bias, "none", [], ""
                 )
             return out.reshape(*input.shape[:-1], self.out_features)
-        low, high = torch.aminmax(x)
-        low, high = low.clamp(max=0.0), high.clamp(min=0.0)  # 0 exactly representable
-        step = ((high - low) / 255).clamp_min(torch.finfo(torch.float32).tiny)  # ()
-        zero = torch.round(-low / step)  # ()
-        qx = torch.clamp(torch.round(x / step) + zero, 0, 255).to(torch.uint8)  # (N, D_in)
-        out = torch.ops.onednn.qlinear_pointwise.tensor(
-            qx, step, zero.to(torch.long), self._packed, self.scale, self._zero_points,
-            self.bias, 1.0, 0, torch.float32, "none", [], "",
-        )  # fmt: skip
+        # each row scaled to [-127, 127] by its own largest value, stored around 128
+        peak = x.abs().amax(dim=1, keepdim=True).clamp_min(_TINY)  # (N, 1)
+        qx = torch.round(x * (127.0 / peak)).add_(128).clamp_(0, 255).to(torch.uint8)
+        out = torch.ops.onednn.qlinear_pointwise(
+            qx, 1.0 / 127, 128, self._packed, self.scale, self._zero_points,
+            None, 1.0, 0, torch.float32, "none", [], "",
+        )  # (N, D_out): the product of the scaled rows  # fmt: skip
+        out = out.mul_(peak) if self.bias is None else torch.addcmul(self.bias, out, peak)
         return out.reshape(*input.shape[:-1], self.out_features)  # (..., D_out)
 
     def extra_repr(self) -> str:
@@ -126,6 +130,10 @@ class Int8Linear(nn.Module):
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)
         self._pack()
+
+
+def _after_load(module: Int8Linear, incompatible_keys) -> None:
+    module._pack()  # a module-level function: the layer stays picklable
 
 
 def quantize_int8(model: nn.Module) -> int:

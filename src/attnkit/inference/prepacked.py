@@ -17,8 +17,8 @@ stay plain (``MIN_WEIGHTS``): oneDNN's call costs more than MKL's there.
 
 It is ``nn.Linear`` in everything else (a subclass: the same parameters, state dict and
 ``isinstance``), and it runs the plain ``F.linear`` whenever the packed path does not
-apply: autograd recording, an input or weight off the CPU, a dtype other than the
-weight's, or a PyTorch without the operators. Results equal ``F.linear``'s up to float
+apply: training mode, autograd recording, autocast, an input or weight off the CPU, a
+dtype other than the weight's, or a PyTorch without the operators. Results equal ``F.linear``'s up to float
 rounding (another kernel sums in another order).
 """
 
@@ -88,6 +88,8 @@ class PrepackedLinear(nn.Linear):
         weight = self.weight
         if (
             (torch.is_grad_enabled() and (weight.requires_grad or input.requires_grad))
+            or self.training
+            or torch.is_autocast_enabled("cpu")
             or input.dtype is not weight.dtype
             or weight.dtype not in _DTYPES
             or input.device.type != "cpu"
@@ -99,10 +101,20 @@ class PrepackedLinear(nn.Linear):
             return F.linear(input, weight, self.bias)
         return _LINEAR(input, self._packed_weight(weight), self.bias, "none", [], "")
 
+    def train(self, mode: bool = True) -> PrepackedLinear:
+        """Training mode runs ``F.linear``; the packed weight is dropped and made again at
+        the next inference call (training may change the weight in ways its version
+        does not show: through ``.data``, or a flat buffer the parameter views)."""
+        self._packed, self._packed_key = None, None
+        return super().train(mode)
+
     def _packed_weight(self, weight: Tensor) -> Tensor:
-        """oneDNN's layout of the weight, made again after any change to it (an optimizer
-        step or ``load_state_dict`` bumps its version; ``.to`` gives a new tensor)."""
-        key = (weight.data_ptr(), weight._version, weight.dtype, weight.shape)
+        """oneDNN's layout of the weight, made again after a change that shows: an
+        in-place update bumps its version (``load_state_dict``, an optimizer step), ``.to``
+        gives a new tensor. A write through ``.data`` in eval mode does not show: call
+        ``train()``/``eval()`` after one."""
+        version = None if weight.is_inference() else weight._version
+        key = (weight.data_ptr(), version, weight.dtype, weight.shape)
         if key != self._packed_key:
             self._packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), _ROWS_HINT)
             self._packed_key = key

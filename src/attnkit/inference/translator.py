@@ -139,6 +139,8 @@ class Translator:
         from attnkit.inference.loading import load_model
 
         int8 = boolean("int8", int8)
+        if int8 and torch.device(device).type != "cpu":
+            raise ValueError(f"int8 runs on the CPU: device must be 'cpu', got {device!r}")
         model, cfg = load_model(checkpoint_dir, device, prepack=not int8)
         if int8:
             quantize_int8(model)

@@ -53,6 +53,7 @@ __all__ = [
     "Seq2SeqDecoder",
     "Seq2SeqEncoder",
     "Seq2SeqState",
+    "check_same_rows",
     "check_tokens",
     "xavier_init_weights",
 ]
@@ -90,6 +91,14 @@ class Decoder(nn.Module):
     def alignment(self) -> Tensor | None:
         """Encoder-decoder attention of the last forward, (B, T, S), or None if not recorded."""
         return None
+
+
+def check_same_rows(index: Tensor, rows: int) -> None:
+    """``reorder_state(..., same_sources=True)`` keeps one new row per old row."""
+    if index.shape[0] != rows:
+        raise ValueError(
+            f"same_sources needs one new row per old row, got {index.shape[0]} rows for {rows}"
+        )
 
 
 class AttentionDecoder(Decoder):
@@ -258,6 +267,8 @@ class Seq2SeqDecoder(Decoder):
     def reorder_state(
         self, state: Seq2SeqState, index: Tensor, *, same_sources: bool = False
     ) -> Seq2SeqState:
+        if same_sources:
+            check_same_rows(index, state.context.shape[0])
         context = state.context if same_sources else state.context.index_select(0, index)
         return Seq2SeqState(state.hidden.index_select(1, index), context)
 
@@ -349,6 +360,7 @@ class Seq2SeqAttentionDecoder(AttentionDecoder):
     ) -> BahdanauState:
         enc_outputs, hidden, src_len = state
         if same_sources:
+            check_same_rows(index, enc_outputs.shape[0])
             return BahdanauState(enc_outputs, hidden.index_select(1, index), src_len)
         return BahdanauState(
             enc_outputs.index_select(0, index),

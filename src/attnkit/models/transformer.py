@@ -35,7 +35,13 @@ from attnkit.attention.masking import attention_mask
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import PositionalEncoding
 from attnkit.models import transformer_step
-from attnkit.models.seq2seq import AttentionDecoder, Encoder, EncoderDecoder, check_tokens
+from attnkit.models.seq2seq import (
+    AttentionDecoder,
+    Encoder,
+    EncoderDecoder,
+    check_same_rows,
+    check_tokens,
+)
 
 __all__ = [
     "AddNorm",
@@ -327,11 +333,7 @@ class TransformerDecoder(_TokenStack, AttentionDecoder):
             for c in caches
         ]
         if same_sources:
-            if index.shape[0] != enc_outputs.shape[0]:
-                raise ValueError(
-                    f"same_sources needs one new row per old row, got {index.shape[0]} rows "
-                    f"for {enc_outputs.shape[0]}"
-                )
+            check_same_rows(index, enc_outputs.shape[0])
             return [enc_outputs, enc_valid_lens, caches]
         return [
             enc_outputs.index_select(0, index),
@@ -353,7 +355,8 @@ class TransformerDecoder(_TokenStack, AttentionDecoder):
         return None if w is None else w.mean(1)
 
 
-_STANDARD = (DecoderBlock, AddNorm, PositionWiseFFN)  # what transformer_step computes
+# what transformer_step computes: these blocks, AddNorms, FFNs and this embedding
+_STANDARD = (DecoderBlock, AddNorm, PositionWiseFFN, _TokenStack._embed)
 
 
 def build_transformer(

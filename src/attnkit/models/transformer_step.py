@@ -41,38 +41,46 @@ __all__ = ["applies", "decoder_step"]
 _hooks = nn.modules.module  # the global hook registries live in this module
 
 
-def applies(decoder, X: Tensor, caches: list, standard: tuple[type, type, type]) -> bool:
-    """Whether :func:`decoder_step` computes this call: one position, inference, no
-    hooks or recording, the standard sublayers (``standard``: the classes of the
-    decoder block, its AddNorm and its FFN), every block's caches filled."""
+def applies(decoder, X: Tensor, caches: list, standard: tuple) -> bool:
+    """Whether :func:`decoder_step` computes this call: one position, inference (every
+    module in eval mode), no hooks or recording, the standard sublayers (``standard``:
+    the classes of the decoder block, its AddNorm and its FFN, and the embedding method
+    of the token stack), every block's caches filled."""
     if X.shape[1] != 1 or decoder.training or torch.is_grad_enabled() or recording():
         return False
     if _hooks._global_forward_hooks or _hooks._global_forward_pre_hooks:
         return False
-    if type(decoder.pos_encoding) is not PositionalEncoding or not isinstance(
-        decoder.final_norm, (nn.LayerNorm, nn.Identity)
+    block_type, addnorm_type, ffn_type, embed = standard
+    if (
+        type(decoder.pos_encoding) is not PositionalEncoding
+        or type(decoder.final_norm) not in (nn.LayerNorm, nn.Identity)
+        or type(decoder)._embed is not embed  # a subclass's own embedding: the modules
     ):
         return False
     if len(caches[0]) + 1 > decoder.pos_encoding.max_len:
         return False  # the module path raises the error
     for blk, cache in zip(decoder.blks, caches, strict=True):
-        if not _standard_block(blk, *standard) or cache is None:
+        if not _standard_block(blk, block_type, addnorm_type, ffn_type) or cache is None:
             return False
         if not (cache.self_attention.filled and cache.cross_attention.filled):
             return False
-    return not _hooked(decoder)
+    return not _hooked_or_training(decoder)
 
 
-def _hooked(module: nn.Module) -> bool:
-    """Whether the module or one below it has a forward (pre-)hook (a plain recursion:
-    ``modules()``' bookkeeping cost more than the rest of this check)."""
-    if module._forward_hooks or module._forward_pre_hooks:
+def _hooked_or_training(module: nn.Module) -> bool:
+    """Whether the module or one below it has a forward (pre-)hook or is in training mode
+    (a plain recursion: ``modules()``' bookkeeping cost more than the rest of this check)."""
+    if module.training or module._forward_hooks or module._forward_pre_hooks:
         return True
-    return any(_hooked(child) for child in module._modules.values() if child is not None)
+    return any(
+        _hooked_or_training(child) for child in module._modules.values() if child is not None
+    )
 
 
 def _standard_block(blk, block_type: type, addnorm_type: type, ffn_type: type) -> bool:
     if type(blk) is not block_type or type(blk.ffn) is not ffn_type:
+        return False
+    if type(blk.ffn.relu) is not nn.ReLU:
         return False
     for attention in (blk.attention1, blk.attention2):
         if (
@@ -84,7 +92,10 @@ def _standard_block(blk, block_type: type, addnorm_type: type, ffn_type: type) -
             or attention.record_weights
         ):
             return False
-    return all(type(a) is addnorm_type for a in (blk.addnorm1, blk.addnorm2, blk.addnorm3))
+    return all(
+        type(a) is addnorm_type and type(a.ln) is nn.LayerNorm
+        for a in (blk.addnorm1, blk.addnorm2, blk.addnorm3)
+    )
 
 
 def decoder_step(decoder, X: Tensor, enc_valid_mask: Tensor | None, caches: list) -> Tensor:
