@@ -155,6 +155,8 @@ def test_errors_name_what_is_wrong():
         Int8Linear(nn.Conv1d(2, 2, 1))
     with pytest.raises(TypeError, match=r"model must be a torch\.nn\.Module, got str"):
         quantize_int8("model")
+    with pytest.raises(ValueError, match=r"model must be on the CPU for int8, got .*'meta'"):
+        quantize_int8(nn.Sequential(nn.Linear(2, 2)).to("meta"))
     with pytest.raises(ValueError, match="int8 runs on the CPU: device must be 'cpu', got 'meta'"):
         Translator.load("no-such-folder", "meta", int8=True)  # refused before loading
 

@@ -168,8 +168,8 @@ class BeamSearch:
         out_lp = torch.empty(N, k, device=device)
         out_len = torch.empty(N, k, device=device)
         out_fin = torch.empty(N, k, dtype=torch.bool, device=device)
+        row_sentence = sent[live.nonzero()[:, 0]]  # (R,): each decoder row's sentence
         for t in range(T):
-            row_sentence = sent[live.nonzero()[:, 0]]  # (R,): each decoder row's sentence
             logits, state = decoder(X, state)  # (R, 1, V): live hypotheses only
             step = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (R, V)
             n, c = log_prob.shape[0], min(k, step.shape[-1])
@@ -206,8 +206,9 @@ class BeamSearch:
                 from_row = from_row[keep]
             # (R',): finished rows leave. When every row still decodes the sentence it did,
             # the encoder side of the state stays as it is (no copy of it per step).
-            index = from_row[live]
-            if keeps_sources and torch.equal(row_sentence, sent[live.nonzero()[:, 0]]):
+            index, previous = from_row[live], row_sentence
+            row_sentence = sent[live.nonzero()[:, 0]]  # (R',): the next step's rows
+            if keeps_sources and torch.equal(previous, row_sentence):
                 state = decoder.reorder_state(state, index, same_sources=True)
             else:
                 state = decoder.reorder_state(state, index)

@@ -22,7 +22,6 @@ differently in batches of other sizes; float32 decoding does not.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit.inference import prepacked
@@ -68,11 +67,11 @@ class Int8Linear(nn.Module):
             raise TypeError(f"linear must be a torch.nn.Linear, got {type(linear).__name__}")
         w = linear.weight.detach().to("cpu", torch.float32)  # (D_out, D_in)
         self.in_features, self.out_features = linear.in_features, linear.out_features
-        scale = w.abs().amax(dim=1).clamp_min(torch.finfo(torch.float32).tiny) / 127  # (D_out,)
+        scale = w.abs().amax(dim=1).clamp_min(_TINY) / 127  # (D_out,)
         q = torch.round(w / scale[:, None]).clamp_(-127, 127).to(torch.int8)  # (D_out, D_in)
         self.register_buffer("weight_int8", q)
         self.register_buffer("scale", scale)
-        self.register_buffer("weight", q.float() * scale[:, None], persistent=False)
+        self.register_buffer("weight", None, persistent=False)  # set by _pack
         bias = None if linear.bias is None else linear.bias.detach().to("cpu", torch.float32)
         self.register_buffer("bias", bias)
         self._zero_points = torch.zeros(self.out_features, dtype=torch.long)
@@ -84,9 +83,7 @@ class Int8Linear(nn.Module):
         oneDNN's layouts (int8, and float32 for calls with few rows); after a load too."""
         self.weight = self.weight_int8.float() * self.scale[:, None]  # (D_out, D_in)
         self._packed = torch.ops.onednn.qlinear_prepack(self.weight_int8, None)
-        self._float_packed = None  # (D_out, D_in) in oneDNN's float32 layout, or None
-        if prepacked.available() and self.weight.numel() >= prepacked.MIN_WEIGHTS:
-            self._float_packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, 64)
+        self._float_packed = prepacked.pack_weight(self.weight)  # float32 layout, or None
 
     def forward(self, input: Tensor) -> Tensor:  # (..., D_in) float32 -> (..., D_out) float32
         if input.dtype != torch.float32 or input.device.type != "cpu":
@@ -99,12 +96,7 @@ class Int8Linear(nn.Module):
         if x.shape[0] == 0:
             return input.new_zeros(*input.shape[:-1], self.out_features)
         if x.shape[0] * self.weight.numel() < INT8_MIN_WORK:  # few rows: the float product
-            if self._float_packed is None:
-                out = F.linear(x, self.weight, self.bias)
-            else:
-                out = torch.ops.mkldnn._linear_pointwise(
-                    x, self._float_packed, self.bias, "none", [], ""
-                )
+            out = prepacked.linear(x, self.weight, self._float_packed, self.bias)
             return out.reshape(*input.shape[:-1], self.out_features)
         # each row scaled to [-127, 127] by its own largest value, stored around 128
         peak = x.abs().amax(dim=1, keepdim=True).clamp_min(_TINY)  # (N, 1)
@@ -143,8 +135,8 @@ def quantize_int8(model: nn.Module) -> int:
 
     Raises:
         TypeError: ``model`` is not an ``nn.Module``.
-        RuntimeError: this PyTorch has no oneDNN int8 operators, or the model has
-            parameters off the CPU.
+        ValueError: the model has parameters off the CPU.
+        RuntimeError: this PyTorch has no oneDNN int8 operators.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -155,12 +147,7 @@ def quantize_int8(model: nn.Module) -> int:
         )
     devices = {p.device.type for p in model.parameters()}
     if devices - {"cpu"}:
-        raise RuntimeError(f"int8 runs on the CPU; the model has parameters on {devices}")
-    replaced = 0
-    for parent in list(model.modules()):
-        for name, child in list(parent.named_children()):
-            if isinstance(child, nn.Linear) and not isinstance(child, nn.LazyLinear):
-                setattr(parent, name, Int8Linear(child))
-                replaced += 1
+        raise ValueError(f"model must be on the CPU for int8, got parameters on {sorted(devices)}")
+    replaced = prepacked.replace_linears(model, Int8Linear)
     model.eval()
     return replaced

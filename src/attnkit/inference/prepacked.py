@@ -10,16 +10,16 @@ sentences of a batch decode alone: N = 1..4), where that work is most of the cal
 ``_reorder_linear_weight`` / ``_linear_pointwise``, the pair PyTorch's compiler uses for
 CPU linear layers), made at the first call and again whenever the weight changes.
 
-Measured 2026-11-25 on the 2-core test machine (fp32, the recipe's 256 x 4000 output
-layer): 1 row 142 -> 67 us, 4 rows 218 -> 64 us, 16 rows 313 -> 180 us, 64 rows
-812 -> 623 us; ``benchmarks/peers.py decode`` times whole translations. Small layers
-stay plain (``MIN_WEIGHTS``): oneDNN's call costs more than MKL's there.
+``benchmarks/linear_layout.py`` measured it 2026-11-25 on the 2-core test machine (fp32,
+3 rounds): the recipe's 256 x 4000 output layer 1.75x ``F.linear`` at one row, 2.81x at
+four, 1.67x at 64, 1.37x at 256; ``benchmarks/peers.py decode`` times whole translations.
+Small layers stay plain (``MIN_WEIGHTS``): oneDNN's call costs more than MKL's there.
 
 It is ``nn.Linear`` in everything else (a subclass: the same parameters, state dict and
 ``isinstance``), and it runs the plain ``F.linear`` whenever the packed path does not
 apply: training mode, autograd recording, autocast, an input or weight off the CPU, a
-dtype other than the weight's, or a PyTorch without the operators. Results equal ``F.linear``'s up to float
-rounding (another kernel sums in another order).
+dtype other than the weight's, or a PyTorch without the operators. Results equal
+``F.linear``'s up to float rounding (another kernel sums in another order).
 """
 
 from __future__ import annotations
@@ -30,7 +30,14 @@ from torch import Tensor, nn
 
 from attnkit._validate import positive_int
 
-__all__ = ["MIN_WEIGHTS", "PrepackedLinear", "available", "prepack_linears"]
+__all__ = [
+    "MIN_WEIGHTS",
+    "PrepackedLinear",
+    "available",
+    "pack_weight",
+    "prepack_linears",
+    "replace_linears",
+]
 
 _DTYPES = (torch.float32, torch.bfloat16)
 _ROWS_HINT = 64  # the row count the layout is tuned for (any count works)
@@ -67,6 +74,40 @@ def _probe() -> bool:
     except (AttributeError, RuntimeError, NotImplementedError):
         return False
     return bool(torch.allclose(out, F.linear(x, weight, bias), rtol=1e-4, atol=1e-4))
+
+
+def pack_weight(weight: Tensor) -> Tensor | None:
+    """oneDNN's layout of a frozen (D_out, D_in) weight, for :func:`linear`; None where
+    the plain ``F.linear`` serves better (fewer than ``MIN_WEIGHTS`` weights) or must (no
+    operators)."""
+    if weight.numel() < MIN_WEIGHTS or not available():
+        return None
+    return torch.ops.mkldnn._reorder_linear_weight(weight.detach(), _ROWS_HINT)
+
+
+def linear(x: Tensor, weight: Tensor, packed: Tensor | None, bias: Tensor | None) -> Tensor:
+    """x (..., D_in) -> (..., D_out) by ``packed`` (``pack_weight(weight)``) or, when it
+    is None, ``F.linear``."""
+    if packed is None:
+        return F.linear(x, weight, bias)
+    return _LINEAR(x, packed, bias, "none", [], "")
+
+
+def replace_linears(model: nn.Module, make, select=lambda layer: True) -> int:
+    """Replace each ``nn.Linear`` inside ``model`` (subclasses included, lazy ones not yet
+    built excluded) that ``select`` accepts by ``make(layer)``, in place; returns how
+    many were replaced."""
+    replaced = 0
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if (
+                isinstance(child, nn.Linear)
+                and not isinstance(child, nn.LazyLinear)
+                and select(child)
+            ):
+                setattr(parent, name, make(child))
+                replaced += 1
+    return replaced
 
 
 class PrepackedLinear(nn.Linear):
@@ -136,10 +177,8 @@ def prepack_linears(model: nn.Module, min_weights: int = MIN_WEIGHTS) -> int:
     min_weights = positive_int("min_weights", min_weights)
     if not available():
         return 0
-    replaced = 0
-    for parent in list(model.modules()):
-        for name, child in list(parent.named_children()):
-            if type(child) is nn.Linear and child.weight.numel() >= min_weights:
-                setattr(parent, name, PrepackedLinear(child))
-                replaced += 1
-    return replaced
+    return replace_linears(
+        model,
+        PrepackedLinear,
+        lambda layer: type(layer) is nn.Linear and layer.weight.numel() >= min_weights,
+    )
