@@ -127,11 +127,11 @@ def test_a_preallocated_cache_appends_in_place_and_copies_stay_apart():
     for k, v in parts[:2]:
         a, b = plain.update(k, v), room.update(k, v)
         assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
-    buffer = room._buffers[0]
+    buffer = room._room.keys
     assert buffer.shape[2] == 3 and room.keys.data_ptr() == buffer.data_ptr()
     twin = room.copy()
     room.update(*parts[2])  # past the capacity: grows (by doubling, at least to 7)
-    assert len(room) == 7 and room._buffers[0].shape[2] >= 7 and len(twin) == 3
+    assert len(room) == 7 and room._room.keys.shape[2] >= 7 and len(twin) == 3
     twin.update(*parts[2])
     assert torch.equal(twin.keys, room.keys) and torch.equal(twin.values, room.values)
     assert "capacity=3" in repr(room)

@@ -81,3 +81,38 @@ def test_a_preallocated_cache_keeps_backward_working_and_its_capacity_through_re
         for k in steps:
             keys, _ = buffered.update(k, k)
     assert buffered.index_select(torch.tensor([1])).capacity == 8
+
+
+def test_copies_share_the_room_and_only_the_one_at_its_end_writes_in_place():
+    """Two continuations of one state (siblings) both append: the first writes in place,
+    the second, behind the high-water mark, gets buffers of its own; every holder keeps
+    exactly its own positions, and index_select keeps room to write in place."""
+    from attnkit.attention.kv_cache import KVCache
+
+    g = torch.Generator().manual_seed(1)
+    parts = [(torch.randn(3, 2, 1, 4, generator=g), torch.randn(3, 2, 1, 4, generator=g))]
+    parts += [(torch.randn(3, 2, 1, 4, generator=g), torch.randn(3, 2, 1, 4, generator=g))]
+    base = KVCache(capacity=4)
+    base.update(*parts[0])
+    first, second = base.copy(), base.copy()
+    first.update(*parts[1])
+    assert first.keys.data_ptr() == base.keys.data_ptr()  # written in place
+    k2, v2 = parts[1][0] + 1, parts[1][1] - 1
+    second.update(k2, v2)
+    assert second.keys.data_ptr() != base.keys.data_ptr()  # behind the mark: its own buffer
+    assert len(base) == 1 and torch.equal(base.keys, parts[0][0])
+    assert torch.equal(first.keys, torch.cat([parts[0][0], parts[1][0]], 2))
+    assert torch.equal(first.values, torch.cat([parts[0][1], parts[1][1]], 2))
+    assert torch.equal(second.keys, torch.cat([parts[0][0], k2], 2))
+    assert torch.equal(second.values, torch.cat([parts[0][1], v2], 2))
+    # the original itself appending after its copies did also gets its own buffer
+    base.update(k2, v2)
+    assert torch.equal(base.keys, second.keys) and torch.equal(
+        first.keys[:, :, 1], parts[1][0][:, :, 0]
+    )
+    picked = first.index_select(torch.tensor([2, 0]))
+    assert torch.equal(picked.keys, first.keys[[2, 0]])
+    ptr = picked.keys.data_ptr()
+    picked.update(parts[0][0][:2], parts[0][1][:2])
+    assert picked.keys.data_ptr() == ptr and len(picked) == 3  # the kept room was used
+    assert torch.equal(picked.keys[:, :, 2], parts[0][0][:2, :, 0])
