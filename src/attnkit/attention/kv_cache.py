@@ -27,11 +27,6 @@ positions held. Copies share the buffer and its high-water mark (the last column
 them wrote): the one whose positions end at the mark writes on in place, one that fell
 behind (a sibling appended first, as two continuations of one state would) allocates its
 own, so no holder ever sees another's positions. ``index_select`` keeps the room.
-
-``KVCache(keys, values, start=...)`` holds rows of different lengths, left-padded: row b's
-positions begin at index ``start[b]`` and the ``start[b]`` slots before are padding, never
-attended (``key_mask`` says which). Continuous batching makes such caches when sentences
-join a batch that is already decoding (``TransformerDecoder.append_rows``).
 """
 
 from __future__ import annotations
@@ -41,13 +36,13 @@ from torch import Tensor
 
 from attnkit._validate import boolean, optional, positive_int
 
-__all__ = ["KVCache", "concat_rows"]
+__all__ = ["KVCache"]
 
 
 class KVCache:
     """Projected keys and values of the positions attended so far, each (B, H, T, Dh)."""
 
-    __slots__ = ("_first", "_room", "capacity", "keys", "start", "static", "values")
+    __slots__ = ("_first", "_room", "capacity", "keys", "static", "values")
 
     def __init__(
         self,
@@ -56,7 +51,6 @@ class KVCache:
         *,
         static: bool = False,
         capacity: int | None = None,
-        start: Tensor | None = None,  # (B,) long: each row's first held position
     ) -> None:
         if (keys is None) != (values is None):
             raise ValueError("KVCache needs both keys and values, or neither")
@@ -74,19 +68,6 @@ class KVCache:
             raise ValueError("capacity is for appending caches: a static cache holds one memory")
         self._room: _Room | None = None  # the preallocated buffers (with capacity)
         self._first = 0  # the buffer column of the first position held
-        if start is not None:
-            if keys is None or self.static:
-                raise ValueError("start is for an appending cache that holds keys and values")
-            if (
-                not isinstance(start, Tensor)
-                or start.dtype != torch.long
-                or start.shape != (keys.shape[0],)
-            ):
-                raise ValueError(
-                    f"start must be a ({keys.shape[0]},) long tensor (one first position per "
-                    f"row), got {getattr(start, 'shape', type(start).__name__)}"
-                )
-        self.start = start
 
     def __len__(self) -> int:
         """Positions held (T)."""
@@ -144,19 +125,6 @@ class KVCache:
         self.keys, self.values = room.keys[:, :, first:end], room.values[:, :, first:end]  # views
         return self.keys, self.values
 
-    def key_mask(self, new: int = 0) -> Tensor | None:
-        """bool (B, 1, 1, T + new), True = a row's own position (the held ones and ``new``
-        ones about to be added), False = left padding; None when no row is padded."""
-        if self.start is None:
-            return None
-        index = torch.arange(len(self) + new, device=self.start.device)  # (T + new,)
-        return (index >= self.start[:, None])[:, None, None, :]
-
-    def positions(self) -> Tensor | None:
-        """(B,) long: each row's next position (its held positions counted from its
-        ``start``), or None when no row is padded (every row's next position is T)."""
-        return None if self.start is None else len(self) - self.start
-
     @property
     def nbytes(self) -> int:
         """Bytes of the keys and values held (the positions held, not a buffer's spare room)."""
@@ -166,51 +134,34 @@ class KVCache:
 
     def copy(self) -> KVCache:
         """A new cache holding the same tensors (an update of one leaves the other as is)."""
-        twin = KVCache(
-            self.keys, self.values, static=self.static, capacity=self.capacity, start=self.start
-        )
+        twin = KVCache(self.keys, self.values, static=self.static, capacity=self.capacity)
         twin._room, twin._first = self._room, self._first  # shared: see the module's doc
         return twin
 
     def index_select(self, index: Tensor) -> KVCache:
-        """A new cache with batch rows ``index`` (B',) of this one (its room kept). Columns
-        that every kept row pads (``start``) are dropped."""
+        """A new cache with batch rows ``index`` (B',) of this one (with room to append,
+        as much again as it holds, when this one has a buffer)."""
         if self.keys is None:
             return KVCache(static=self.static, capacity=self.capacity)
-        start = None if self.start is None else self.start.index_select(0, index)  # (B',)
-        drop = 0 if start is None or start.numel() == 0 else int(start.min())
-        if start is not None:
-            start = start - drop if drop < len(self) else None
-            if start is not None and not bool(start.any()):
-                start = None
-        first, end = self._first + drop, self._first + len(self)  # buffer columns kept
         if self._room is None or self.static:
-            keys, values = self.keys[:, :, drop:], self.values[:, :, drop:]
-            cache = KVCache(
-                keys.index_select(0, index),
-                values.index_select(0, index),
+            return KVCache(
+                self.keys.index_select(0, index),
+                self.values.index_select(0, index),
                 static=self.static,
                 capacity=self.capacity,
-                start=start,
             )
-            return cache
-        held = end - first  # room for as many positions again (at least one) is kept
+        first, held = self._first, len(self)
+        end = first + held  # the buffer columns held: first .. end - 1
         cols = min(self._room.keys.shape[2], first + max(2 * held, held + 1))
         kbuf = self._room.keys[:, :, :cols].index_select(0, index)  # (B', H, N', Dh)
         vbuf = self._room.values[:, :, :cols].index_select(0, index)
-        cache = KVCache(
-            kbuf[:, :, first:end],
-            vbuf[:, :, first:end],
-            capacity=self.capacity,
-            start=start,
-        )
+        cache = KVCache(kbuf[:, :, first:end], vbuf[:, :, first:end], capacity=self.capacity)
         cache._room, cache._first = _Room(kbuf, vbuf, end), first
         return cache
 
     def __repr__(self) -> str:
         shape = None if self.keys is None else tuple(self.keys.shape)
         room = "" if self.capacity is None else f", capacity={self.capacity}"
-        room += "" if self.start is None else ", start=(per row)"
         return f"KVCache(static={self.static}, keys={shape}{room})"
 
 
@@ -235,68 +186,3 @@ def _tracked(keys: Tensor, values: Tensor) -> bool:
     """Whether autograd records these: earlier steps' graphs then hold views of the cache,
     and an in-place write into its buffer would fail their backward (so it concatenates)."""
     return torch.is_grad_enabled() and (keys.requires_grad or values.requires_grad)
-
-
-def concat_rows(caches: list[KVCache]) -> KVCache:
-    """One cache holding the rows of ``caches``, in order (the batch sizes add up).
-
-    Appending caches of different lengths are left-padded to the longest, with ``start``
-    marking each row's first position; columns that every row pads are dropped. Static
-    caches (a memory's projections) are right-padded with zeros to the longest memory:
-    whoever attends over them masks the padding (the decoder does, with source lengths).
-    Every cache must be filled, all static or all appending, with the same heads and
-    head width.
-    """
-    if not caches or not all(isinstance(c, KVCache) for c in caches):
-        raise TypeError("caches must be a non-empty list of KVCache")
-    static = caches[0].static
-    if any(c.static != static or not c.filled for c in caches):
-        raise ValueError("caches must all be filled, and all static or all appending")
-    shape = caches[0].keys.shape
-    if any((c.keys.shape[1], c.keys.shape[3]) != (shape[1], shape[3]) for c in caches):
-        raise ValueError(
-            "caches must share heads and head width (B, H, *, Dh), got "
-            f"{[tuple(c.keys.shape) for c in caches]}"
-        )
-    T = max(len(c) for c in caches)
-    if static:
-        keys = torch.cat([_pad(c.keys, 0, T - len(c)) for c in caches])
-        values = torch.cat([_pad(c.values, 0, T - len(c)) for c in caches])
-        return KVCache(keys, values, static=True)
-    starts = []
-    for c in caches:
-        own = (
-            c.start if c.start is not None else c.keys.new_zeros(c.keys.shape[0], dtype=torch.long)
-        )
-        starts.append(own + (T - len(c)))
-    start = torch.cat(starts)  # (B,)
-    drop = int(start.min())  # columns every row pads
-    start, T = start - drop, T - drop
-    capacity = max((c.capacity or 0) for c in caches) or None
-    # zeros in the padding (masked, but never NaN), room to append when there is capacity
-    size = T if capacity is None else max(capacity, 2 * T)
-    B = sum(c.keys.shape[0] for c in caches)
-    kbuf = caches[0].keys.new_zeros(B, shape[1], size, shape[3])  # (B, H, N, Dh)
-    vbuf = caches[0].values.new_zeros(B, shape[1], size, caches[0].values.shape[3])
-    row = 0
-    for c in caches:
-        n, held = c.keys.shape[0], min(len(c), T)
-        kbuf[row : row + n, :, T - held : T] = c.keys[:, :, len(c) - held :]
-        vbuf[row : row + n, :, T - held : T] = c.values[:, :, len(c) - held :]
-        row += n
-    cache = KVCache(
-        kbuf[:, :, :T],
-        vbuf[:, :, :T],
-        capacity=capacity,
-        start=start if bool(start.any()) else None,
-    )
-    if capacity is not None:
-        cache._room = _Room(kbuf, vbuf, T)
-    return cache
-
-
-def _pad(x: Tensor, before: int, after: int) -> Tensor:
-    """(B, H, T, Dh) with ``before``/``after`` zero positions added along T."""
-    if before == 0 and after == 0:
-        return x
-    return torch.nn.functional.pad(x, (0, 0, before, after))

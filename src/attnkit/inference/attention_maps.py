@@ -29,6 +29,7 @@ from torch import Tensor, nn
 
 from attnkit.attention.recording import record_attention
 from attnkit.inference.decoding import greedy_decode
+from attnkit.inference.eval_mode import evaluating
 
 __all__ = ["AttentionMaps", "attention_maps", "merge_pieces", "plot_attention_maps", "word_groups"]
 
@@ -91,9 +92,7 @@ def attention_maps(
     device = next(model.parameters()).device
     src, src_len = data.encode_source([sentence])  # (1, S), (1,)
     src, src_len = src.to(device), src_len.to(device)
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         if tokens is None:
             max_len = data.max_len + 2 if max_len is None else max_len
             res = greedy_decode(model, src, src_len, bos_id=bos, eos_id=eos, max_len=max_len)
@@ -125,8 +124,6 @@ def attention_maps(
             if align is not None:
                 maps.cross = align[0][None, None].float().cpu()
         return maps
-    finally:
-        model.train(was_training)
 
 
 def word_groups(pieces: list[str]) -> list[list[int]]:

@@ -38,6 +38,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit._validate import integer, positive_int, real
+from attnkit.inference.eval_mode import evaluating
 from attnkit.models.seq2seq import EncoderDecoder
 
 __all__ = ["BeamHypothesis", "BeamSearch", "check_decode_inputs"]
@@ -137,12 +138,8 @@ class BeamSearch:
             N lists of ``beam_size`` :class:`BeamHypothesis`, in the order of ``src``'s rows.
         """
         check_decode_inputs(model, src, src_len, self.max_len)
-        was_training = model.training
-        model.eval()  # no dropout: the same input always gives the same beams
-        try:
+        with evaluating(model):  # no dropout: the same input always gives the same beams
             return self._search(model, src, src_len)
-        finally:
-            model.train(was_training)
 
     def _search(
         self, model: EncoderDecoder, src: Tensor, src_len: Tensor

@@ -27,7 +27,7 @@ from torch import Tensor, nn
 from attnkit._validate import boolean, integer, optional, positive_int, real
 from attnkit.attention.recording import record_attention
 from attnkit.inference.beam_search import BeamSearch, check_decode_inputs
-from attnkit.inference.continuous import continuous_greedy, supports_continuous
+from attnkit.inference.eval_mode import evaluating
 
 __all__ = ["DecodeResult", "Hypothesis", "check_decode_inputs", "greedy_decode", "translate"]
 
@@ -93,14 +93,10 @@ def greedy_decode(
     boolean("return_attention", return_attention)
     if on_step is not None and not callable(on_step):
         raise TypeError(f"on_step must be callable or None, got {type(on_step).__name__}")
-    was_training = model.training
-    model.eval()
-    try:
-        # Attention modules with fused kernels keep their weights only when recording.
-        with record_attention(model, on=True) if return_attention else nullcontext():
-            return _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step)
-    finally:
-        model.train(was_training)
+    # Attention modules with fused kernels keep their weights only when recording.
+    recording = record_attention(model, on=True) if return_attention else nullcontext()
+    with evaluating(model), recording:
+        return _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step)
 
 
 def _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step):
@@ -214,19 +210,6 @@ def translate(
     device = next(model.parameters()).device
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].split()))
     found: list[Hypothesis | None] = [None] * len(sentences)
-    if search is None and supports_continuous(model):  # finished rows are refilled
-        tokens, finished = continuous_greedy(
-            model,
-            lambda first, n: data.encode_source([sentences[i] for i in order[first : first + n]]),
-            len(order),
-            bos_id=bos,
-            eos_id=eos,
-            max_len=steps,
-            batch_size=batch_size,
-        )
-        for i, ids, ended in zip(order, tokens, finished):
-            found[i] = Hypothesis(ids, data.detokenize(ids), ended)
-        return found  # type: ignore[return-value]
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         src, src_len = data.encode_source([sentences[i] for i in idx])  # (B, S), (B,)

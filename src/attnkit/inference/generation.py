@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any, Protocol
 
 import torch
@@ -37,6 +38,7 @@ from torch import Tensor, nn
 from attnkit._validate import boolean, non_negative_int, one_of
 from attnkit.attention.positional import EXTRAPOLATING
 from attnkit.data.text import Vocab
+from attnkit.inference.eval_mode import evaluating
 from attnkit.inference.sampling import token_picker
 
 __all__ = [
@@ -290,10 +292,7 @@ def generate_ids(
     if max_new_tokens == 0:
         return out
     device = model_device(model, device)
-    was_training = isinstance(model, nn.Module) and model.training
-    if isinstance(model, nn.Module):
-        model.eval()
-    try:
+    with evaluating(model) if isinstance(model, nn.Module) else nullcontext():
         if hasattr(model, "new_cache"):
             steps = _transformer_steps(model, rows, max_new_tokens, pick, device, use_cache)
         elif hasattr(model, "begin_state"):
@@ -308,9 +307,6 @@ def generate_ids(
                 out[b].append(token)
                 if stream is not None:
                     stream(b, token)
-    finally:
-        if was_training:
-            model.train()
     return out
 
 

@@ -26,12 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit._validate import boolean, positive_int, probability
 from attnkit.attention.dropout import Dropout
-from attnkit.attention.kv_cache import KVCache, concat_rows
+from attnkit.attention.kv_cache import KVCache
 from attnkit.attention.masking import attention_mask
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import PositionalEncoding
@@ -277,14 +276,10 @@ class DecoderBlock(_Sublayers, nn.Module):
         enc_outputs: Tensor,  # (B, S, D)
         cross_mask: Tensor | None = None,  # bool (B, 1, 1, S) or source lengths (B,)
         cache: BlockCache | None = None,  # updated in place: the new positions are added
-        self_mask: Tensor | None = None,  # bool (B, 1, 1, K): the cache's left padding
     ) -> Tensor:  # (B, T, D)
         self_cache = None if cache is None else cache.self_attention
         cross_cache = None if cache is None else cache.cross_attention
-        Y_in = self.addnorm1.pre(X)
-        Y = self.addnorm1(
-            X, self.attention1(Y_in, valid_lens=self_mask, causal=True, cache=self_cache)
-        )
+        Y = self.addnorm1(X, self.attention1(self.addnorm1.pre(X), causal=True, cache=self_cache))
         Y_in = self.addnorm2.pre(Y)
         Z = self.addnorm2(
             Y, self.attention2(Y_in, enc_outputs, valid_lens=cross_mask, cache=cross_cache)
@@ -331,40 +326,10 @@ class TransformerDecoder(_TokenStack, AttentionDecoder):
         if transformer_step.applies(self, X, caches, _STANDARD):  # one position, inference
             logits = transformer_step.decoder_step(self, X, cross_mask, caches)
             return logits, [enc_outputs, enc_valid_lens, caches]
-        held = caches[0].self_attention  # rows that joined later are left-padded in it
-        if held.start is None:
-            Y, padded = self._embed(X, offset=len(held)), {}
-        else:  # per-row positions; the padding is masked (append_rows)
-            new = torch.arange(X.shape[1], device=X.device)
-            Y = self._embed(X, offset=held.positions()[:, None] + new)  # (B, T) positions
-            padded = {"self_mask": held.key_mask(X.shape[1])}  # (B, 1, 1, t + T)
+        Y = self._embed(X, offset=len(caches[0]))
         for blk, cache in zip(self.blks, caches, strict=True):
-            Y = blk(Y, enc_outputs, cross_mask, cache, **padded)  # hooks fire on blocks
+            Y = blk(Y, enc_outputs, cross_mask, cache)  # as a module: forward hooks fire
         return self.dense(self.final_norm(Y)), [enc_outputs, enc_valid_lens, caches]
-
-    def append_rows(self, state: list, other: list) -> list:
-        """The state of a batch holding the rows of ``state`` then those of ``other``:
-        continuous batching adds sentences to a batch that is already decoding. Both must
-        have decoded at least one position; the rows keep their own positions (the
-        shorter rows' self-attention caches are left-padded, the padding masked) and their
-        own source lengths (the shorter sources padded, the padding masked)."""
-        (enc_a, lens_a, caches_a), (enc_b, lens_b, caches_b) = state, other
-        if not all(c is not None and c.self_attention.filled for c in (*caches_a, *caches_b)):
-            raise ValueError("append_rows joins states that have decoded a position each")
-        S = max(enc_a.shape[1], enc_b.shape[1])
-        lens = [
-            torch.full((e.shape[0],), e.shape[1], device=e.device) if n is None else n
-            for e, n in ((enc_a, lens_a), (enc_b, lens_b))
-        ]
-        enc = torch.cat([F.pad(e, (0, 0, 0, S - e.shape[1])) for e in (enc_a, enc_b)])
-        caches = [
-            BlockCache(
-                concat_rows([a.self_attention, b.self_attention]),
-                concat_rows([a.cross_attention, b.cross_attention]),
-            )
-            for a, b in zip(caches_a, caches_b, strict=True)
-        ]
-        return [enc, torch.cat(lens), caches]
 
     def reorder_state(self, state: list, index: Tensor, *, same_sources: bool = False) -> list:
         """Keep/reorder batch rows ``index`` (B',) of every tensor in the state; with

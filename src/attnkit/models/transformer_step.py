@@ -102,21 +102,13 @@ def decoder_step(decoder, X: Tensor, enc_valid_mask: Tensor | None, caches: list
     """One position through the decoder (``applies`` must hold): X (B, 1) token ids,
     the source mask bool (B, 1, 1, S) or None, the blocks' caches (copies, updated in
     place: their self-attention gains this position) -> logits (B, 1, V)."""
-    held = caches[0].self_attention
-    t = len(held)
+    t = len(caches[0])
     D = decoder.num_hiddens
     table = decoder.pos_encoding.P[0]  # (N, D)
     x = decoder.embedding.forward(X) * math.sqrt(D)  # (B, 1, D)
-    if held.start is None:  # every row at position t
-        x = x + table[t : t + 1].unsqueeze(0).to(x.dtype)
-        self_mask = None
-    else:  # rows that joined later (append_rows): own positions, left padding masked
-        x = x + table.index_select(0, held.positions()).unsqueeze(1).to(x.dtype)
-        self_mask = held.key_mask(1)  # (B, 1, 1, t + 1)
+    x = x + table[t : t + 1].unsqueeze(0).to(x.dtype)
     for blk, cache in zip(decoder.blks, caches, strict=True):
-        x = _sublayer(
-            blk.addnorm1, x, lambda h, b=blk, c=cache: _self_attention(b, h, c, self_mask)
-        )
+        x = _sublayer(blk.addnorm1, x, lambda h, b=blk, c=cache: _self_attention(b, h, c))
         x = _sublayer(
             blk.addnorm2, x, lambda h, b=blk, c=cache: _cross_attention(b, h, c, enc_valid_mask)
         )
@@ -137,16 +129,15 @@ def _layer_norm(ln: nn.LayerNorm, x: Tensor) -> Tensor:
     return F.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
 
 
-def _self_attention(blk, h: Tensor, cache, mask: Tensor | None) -> Tensor:
-    """h (B, 1, D) -> (B, 1, D): the new position attends every position so far (but a
-    left-padded row's padding: mask bool (B, 1, 1, t + 1) or None)."""
+def _self_attention(blk, h: Tensor, cache) -> Tensor:
+    """h (B, 1, D) -> (B, 1, D): the new position attends every position so far."""
     attention = blk.attention1
     B, H = h.shape[0], attention.num_heads
     qkv = attention.W_qkv.forward(h)  # (B, 1, 3D)
     q, k, v = qkv.view(B, 1, 3, H, -1).unbind(2)  # (B, 1, H, Dh) each
     q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, 1, Dh)
     keys, values = cache.self_attention.update(k, v)  # (B, H, t + 1, Dh)
-    out = scaled_dot_product(q, keys, values, mask)[0]  # (B, H, 1, Dh)
+    out = scaled_dot_product(q, keys, values)[0]  # (B, H, 1, Dh)
     return attention.W_o.forward(out.reshape(B, 1, attention.num_hiddens))
 
 

@@ -1,0 +1,34 @@
+"""``evaluating(model)``: a model in eval mode for the duration of a ``with`` block.
+
+Decoding needs every module in eval mode (no dropout). Switching a model that is already
+there would not change its results, but ``train()``/``eval()`` is also the signal that
+layers caching a derived form of their weights take to drop it (``PrepackedLinear``'s
+oneDNN layout, ``Int8Linear``): calling ``model.eval()`` on every decoding call would make
+them lay their weights out again each time. So the switch happens only when a module is
+in training mode, and the model's mode (every module's, as ``model.train(mode)`` sets it)
+is restored on the way out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from torch import nn
+
+__all__ = ["evaluating"]
+
+
+@contextmanager
+def evaluating(model: nn.Module) -> Iterator[nn.Module]:
+    """Run the block with ``model`` in eval mode; afterwards ``model.train(was_training)``
+    when it had to be switched, nothing when every module already was in eval mode."""
+    if not any(m.training for m in model.modules()):
+        yield model
+        return
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
