@@ -42,7 +42,7 @@ __all__ = ["KVCache"]
 class KVCache:
     """Projected keys and values of the positions attended so far, each (B, H, T, Dh)."""
 
-    __slots__ = ("_first", "_room", "capacity", "keys", "static", "values")
+    __slots__ = ("_room", "capacity", "keys", "static", "values")
 
     def __init__(
         self,
@@ -67,7 +67,6 @@ class KVCache:
         if self.capacity is not None and self.static:
             raise ValueError("capacity is for appending caches: a static cache holds one memory")
         self._room: _Room | None = None  # the preallocated buffers (with capacity)
-        self._first = 0  # the buffer column of the first position held
 
     def __len__(self) -> int:
         """Positions held (T)."""
@@ -106,8 +105,8 @@ class KVCache:
         this holder's positions end at the buffers' high-water mark and they have room,
         else into new buffers (grown by doubling) holding a copy of the held positions."""
         held, new = len(self), keys.shape[2]
-        room, at = self._room, self._first + held  # at: the buffer column to write
-        if room is None or room.end != at or at + new > room.keys.shape[2]:
+        room = self._room  # the positions held are its columns 0 .. held - 1
+        if room is None or room.end != held or held + new > room.keys.shape[2]:
             size = max(self.capacity, held + new, 2 * held)
             bufs = []
             for x, old in ((keys, self.keys), (values, self.values)):
@@ -115,14 +114,13 @@ class KVCache:
                 if held:
                     buf[:, :, :held] = old
                 bufs.append(buf)
-            room, at, self._first = _Room(bufs[0], bufs[1], held), held, 0
+            room = _Room(bufs[0], bufs[1], held)
             self._room = room
-        end = at + new
-        room.keys[:, :, at:end] = keys
-        room.values[:, :, at:end] = values
+        end = held + new
+        room.keys[:, :, held:end] = keys
+        room.values[:, :, held:end] = values
         room.end = end
-        first = self._first
-        self.keys, self.values = room.keys[:, :, first:end], room.values[:, :, first:end]  # views
+        self.keys, self.values = room.keys[:, :, :end], room.values[:, :, :end]  # views
         return self.keys, self.values
 
     @property
@@ -135,7 +133,7 @@ class KVCache:
     def copy(self) -> KVCache:
         """A new cache holding the same tensors (an update of one leaves the other as is)."""
         twin = KVCache(self.keys, self.values, static=self.static, capacity=self.capacity)
-        twin._room, twin._first = self._room, self._first  # shared: see the module's doc
+        twin._room = self._room  # shared: see the module's doc
         return twin
 
     def index_select(self, index: Tensor) -> KVCache:
@@ -150,13 +148,12 @@ class KVCache:
                 static=self.static,
                 capacity=self.capacity,
             )
-        first, held = self._first, len(self)
-        end = first + held  # the buffer columns held: first .. end - 1
-        cols = min(self._room.keys.shape[2], first + max(2 * held, held + 1))
+        held = len(self)
+        cols = min(self._room.keys.shape[2], max(2 * held, held + 1))
         kbuf = self._room.keys[:, :, :cols].index_select(0, index)  # (B', H, N', Dh)
         vbuf = self._room.values[:, :, :cols].index_select(0, index)
-        cache = KVCache(kbuf[:, :, first:end], vbuf[:, :, first:end], capacity=self.capacity)
-        cache._room, cache._first = _Room(kbuf, vbuf, end), first
+        cache = KVCache(kbuf[:, :, :held], vbuf[:, :, :held], capacity=self.capacity)
+        cache._room = _Room(kbuf, vbuf, held)
         return cache
 
     def __repr__(self) -> str:
