@@ -64,6 +64,32 @@ def test_a_decoder_step_leaves_the_state_it_was_given_as_it_was():
     assert len(after[2][0]) == 3
 
 
+@torch.no_grad()
+def test_inference_steps_write_in_place_and_two_continuations_of_a_state_stay_apart():
+    """Without autograd a step writes its position into the cache's preallocated room; a
+    second continuation of the same state (as beam search or a caller may make) gets its
+    own buffer, and both continue exactly as full passes over their own tokens."""
+    model = tiny(pre_norm=True)
+    src, src_len, tgt = batch()
+    enc = model.encoder(src, src_len)
+    state = model.decoder(tgt[:, :2], model.decoder.init_state(enc, src_len))[1]
+    held = state[2][0].self_attention.keys
+    other = (tgt[:, 2:3] + 1) % 17
+    a, after_a = model.decoder(tgt[:, 2:3], state)
+    assert after_a[2][0].self_attention.keys.data_ptr() == held.data_ptr()  # in place
+    b, after_b = model.decoder(other, state)  # behind the first one: a buffer of its own
+    assert after_b[2][0].self_attention.keys.data_ptr() != held.data_ptr()
+    a2, _ = model.decoder(tgt[:, 3:4], after_a)
+    b2, _ = model.decoder(tgt[:, 3:4], after_b)
+    init = model.decoder.init_state(enc, src_len)
+    full_a, _ = model.decoder(tgt[:, :4], init)
+    seq_b = torch.cat([tgt[:, :2], other, tgt[:, 3:4]], 1)
+    full_b, _ = model.decoder(seq_b, model.decoder.init_state(enc, src_len))
+    torch.testing.assert_close(torch.cat([a, a2], 1), full_a[:, 2:], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(torch.cat([b, b2], 1), full_b[:, 2:], atol=1e-5, rtol=1e-5)
+    assert len(state[2][0]) == 2 and torch.equal(state[2][0].self_attention.keys, held)
+
+
 def test_the_cross_attention_projects_the_encoder_output_once(monkeypatch):
     """Decoding steps reuse the encoder output's keys/values: after the first step the
     encoder-decoder attention projects only its queries."""
