@@ -311,3 +311,32 @@ def test_reorder_state_with_same_sources_keeps_the_encoder_side():
     torch.testing.assert_close(model.decoder(y, kept)[0], model.decoder(y, copied)[0])
     with pytest.raises(ValueError, match="same_sources needs one new row per old row, got 2"):
         model.decoder.reorder_state(state, idx[:2], same_sources=True)
+
+
+def test_under_cpu_autocast_the_residual_stream_is_carried_in_bfloat16(monkeypatch):
+    """The embedding hands the blocks bf16 under CPU autocast (no float32 stream cast for
+    every linear layer), float32 otherwise; the logits agree with the float32 stream's
+    to bf16 rounding, and the lean inference step steps aside."""
+    model = tiny(pre_norm=True)
+    src, src_len, tgt = batch()
+    seen = []
+    hook = model.encoder.blks[0].register_forward_pre_hook(lambda m, a: seen.append(a[0].dtype))
+    with torch.no_grad():
+        ref, _ = model(src, tgt, src_len)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        low, _ = model(src, tgt, src_len)
+    hook.remove()
+    assert seen == [torch.float32, torch.bfloat16] and low.dtype == torch.bfloat16
+    torch.testing.assert_close(low.float(), ref, atol=0.1, rtol=0.05)
+    from attnkit.models import transformer_step
+
+    def lean(*args):
+        raise AssertionError("the lean step does not follow autocast's casts")
+
+    monkeypatch.setattr(transformer_step, "decoder_step", lean)
+    with torch.no_grad():
+        enc = model.encoder(src, src_len)
+        state = model.decoder(tgt[:, :2], model.decoder.init_state(enc, src_len))[1]
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            step, _ = model.decoder(tgt[:, 2:3], state)  # the modules, not the lean step
+    assert step.dtype == torch.bfloat16

@@ -48,6 +48,8 @@ def applies(decoder, X: Tensor, caches: list, standard: tuple) -> bool:
     of the token stack), every block's caches filled."""
     if X.shape[1] != 1 or decoder.training or torch.is_grad_enabled() or recording():
         return False
+    if torch.is_autocast_enabled(X.device.type):  # the modules follow autocast's casts
+        return False
     if _hooks._global_forward_hooks or _hooks._global_forward_pre_hooks:
         return False
     block_type, addnorm_type, ffn_type, embed = standard
