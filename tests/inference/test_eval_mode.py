@@ -32,6 +32,9 @@ def test_a_training_model_is_switched_and_restored_an_evaluating_one_left_alone(
     with pytest.raises(RuntimeError), evaluating(layer):
         raise RuntimeError
     assert layer.training  # restored on errors too
+    bad = pytest.raises(TypeError, match=r"model must be a torch\.nn\.Module, got str")
+    with bad, evaluating("model"):  # type: ignore[arg-type]
+        pass
 
 
 @pytest.mark.skipif(not prepacked.available(), reason="this PyTorch lacks oneDNN's packed linear")

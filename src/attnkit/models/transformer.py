@@ -233,8 +233,9 @@ class _TokenStack:
         result is in the autocast dtype, so the residual stream is carried in it: CPU
         autocast runs LayerNorm in its input's dtype, and a float32 stream would be cast
         for every linear layer and promoted back at every residual add (~270 copies a
-        training step at the base recipe; ``benchmarks/peers.py train`` measured the
-        bf16 step 3.8% faster, 2026-11-28). Off the CPU, or without autocast, float32."""
+        training step at the base recipe; an interleaved A/B of the engine's bf16 step
+        measured 92.5 -> 89.0 ms, 2026-11-28, docs/benchmarks.md). Off the CPU, or
+        without autocast, float32."""
         Y = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens), offset)
         if Y.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
             Y = Y.to(torch.get_autocast_dtype("cpu"))
