@@ -95,6 +95,7 @@ LAYERS = [
     ("inference",),
     ("training",),
     ("tour", "serve", "d2l"),  # applications over the core
+    ("exercises",),  # the book's exercises, answered with the tour's experiments
     ("",),  # the package root: attnkit/__init__.py re-exports the public API
     ("cli",),  # the `attnkit` command
     ("__main__",),  # python -m attnkit

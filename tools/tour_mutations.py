@@ -1,6 +1,7 @@
-"""Mutate one computation per tour topic and show that the topic's test fails.
+"""Mutate one computation per tour topic and per exercise experiment, and show that the
+test fails.
 
-    python tools/tour_mutations.py [--topic NAME ...] [--keep-going]
+    python tools/tour_mutations.py [--topic NAME ...] [--exercises | --tour] [--keep-going]
 
 For each topic of ``attnkit.tour.TOPICS`` one line of its module is changed (the
 computation its finding rests on: a sign, an axis, a scale, a formula), in a copy of
@@ -11,12 +12,18 @@ a mutant that passes is a test that could pass by accident. One line per topic:
 unmutated copy is run first with the same tests, which must pass, so a failure is the
 mutation's doing. Exit status 1 when a mutant survives or the baseline fails.
 
-Results and the date they were taken: docs/tour.md ("Mutation check").
+The exercises' mutations (one per experiment exercise, the same rules, run against
+``tests/exercises/``) are listed per group in ``tools/exercise_mutations/GROUP.py`` as
+``MUTATIONS = [(exercise_id, path under src/attnkit, before, after, what, test), ...]``;
+``--topic`` also takes an exercise ID.
+
+Results and the date they were taken: docs/tour.md and docs/exercises.md ("Mutation check").
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -30,12 +37,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 @dataclass(frozen=True)
 class Mutation:
-    topic: str  # a key of attnkit.tour.TOPICS
-    path: str  # the module changed, relative to src/attnkit/tour
+    topic: str  # a key of attnkit.tour.TOPICS, or an exercise ID
+    path: str  # the module changed, relative to src/attnkit/tour (exercises: src/attnkit)
     before: str  # exactly one occurrence in that module
     after: str
     what: str  # the change, in words
-    test: str  # the test (a -k expression over tests/tour/test_topics.py) that must fail
+    test: str  # the test (a -k expression over ``tests``) that must fail
+    tests: str = "tests/tour/test_topics.py"
+    root: str = "tour"  # the folder under src/attnkit that ``path`` is relative to
 
 
 MUTATIONS = [
@@ -122,10 +131,23 @@ MUTATIONS = [
 ]  # fmt: skip
 
 
-def _run_tests(src: Path, test: str) -> tuple[int, str]:
-    """Run the selected tour tests with ``src`` first on the path: (exit code, key line)."""
+def exercise_mutations() -> list[Mutation]:
+    """Every ``tools/exercise_mutations/*.py``'s ``MUTATIONS``, as Mutations."""
+    found = []
+    for path in sorted((REPO / "tools" / "exercise_mutations").glob("*.py")):
+        spec = importlib.util.spec_from_file_location(f"mutations_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for exercise, where, before, after, what, test in module.MUTATIONS:
+            found.append(Mutation(exercise, where, before, after, what, test,
+                                  tests="tests/exercises", root=""))  # fmt: skip
+    return found
+
+
+def _run_tests(src: Path, test: str, tests: str) -> tuple[int, str]:
+    """Run the selected tests with ``src`` first on the path: (exit code, key line)."""
     env = {**os.environ, "PYTHONPATH": str(src)}
-    command = [sys.executable, "-m", "pytest", "tests/tour/test_topics.py", "-q", "-x",
+    command = [sys.executable, "-m", "pytest", *tests.split(), "-q", "-x",
                "-p", "no:cacheprovider", "-k", test]  # fmt: skip
     proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     lines = proc.stdout.splitlines()
@@ -144,9 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--topic", action="append", help="only these topics (repeatable)")
     parser.add_argument("--keep-going", action="store_true", help="run every mutant")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--exercises", action="store_true", help="only the exercises' mutants")
+    which.add_argument("--tour", action="store_true", help="only the tour's mutants")
     args = parser.parse_args(argv)
-    chosen = [m for m in MUTATIONS if not args.topic or m.topic in args.topic]
-    unknown = set(args.topic or ()) - {m.topic for m in MUTATIONS}
+    every = ([] if args.exercises else MUTATIONS) + ([] if args.tour else exercise_mutations())
+    chosen = [m for m in every if not args.topic or m.topic in args.topic]
+    unknown = set(args.topic or ()) - {m.topic for m in every}
     if unknown:
         parser.error(f"--topic: no mutation for {sorted(unknown)}")
     with tempfile.TemporaryDirectory(prefix="tour-mutants-") as tmp:
@@ -156,22 +182,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"the copy in {src} is not the attnkit the tests import", file=sys.stderr)
             return 2
         for m in chosen:  # every edit applies to today's code exactly once
-            count = (src / "attnkit" / "tour" / m.path).read_text(encoding="utf-8").count(m.before)
+            count = (src / "attnkit" / m.root / m.path).read_text(encoding="utf-8").count(m.before)
             if count != 1:
                 print(f"{m.topic}: the line to mutate occurs {count} times in {m.path}")
                 return 2
-        selection = " or ".join(sorted({m.test for m in chosen}))
-        code, line = _run_tests(src, selection)
-        print(f"baseline (unmutated copy): {'pass' if code == 0 else 'FAIL ' + line}", flush=True)
-        if code != 0:
-            return 1
+        for tests in sorted({m.tests for m in chosen}):
+            selection = " or ".join(sorted({m.test for m in chosen if m.tests == tests}))
+            code, line = _run_tests(src, selection, tests)
+            print(f"baseline {tests} (unmutated copy): {'pass' if code == 0 else 'FAIL ' + line}",
+                  flush=True)  # fmt: skip
+            if code != 0:
+                return 1
         survived = 0
         for m in chosen:
-            path = src / "attnkit" / "tour" / m.path
+            path = src / "attnkit" / m.root / m.path
             original = path.read_text(encoding="utf-8")
             path.write_text(original.replace(m.before, m.after), encoding="utf-8")
             try:
-                code, line = _run_tests(src, m.test)
+                code, line = _run_tests(src, m.test, m.tests)
             finally:
                 path.write_text(original, encoding="utf-8")
             verdict = "killed" if code != 0 else "SURVIVED"

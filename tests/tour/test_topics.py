@@ -17,14 +17,11 @@ import pytest
 from matplotlib.figure import Figure
 
 from attnkit.tour import TOPICS, TopicResult, get_topic, run_topic
-
-_CACHE: dict[str, TopicResult] = {}
+from tests.shared_runs import tour_result
 
 
 def result(name: str) -> TopicResult:
-    if name not in _CACHE:
-        _CACHE[name] = run_topic(name, small=True, seed=0)
-    return _CACHE[name]
+    return tour_result(name)  # one run a session, shared with tests/exercises
 
 
 @pytest.mark.parametrize("name", list(TOPICS))

@@ -13,7 +13,7 @@ import sys
 __all__ = ["build_parser", "main"]
 
 # verb modules, in the order `attnkit --help` lists them
-VERBS = ["demo", "tour", "lm", "translate", "serve"]
+VERBS = ["demo", "tour", "exercises", "lm", "translate", "serve"]
 
 
 def build_parser() -> argparse.ArgumentParser:

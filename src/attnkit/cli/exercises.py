@@ -1,0 +1,78 @@
+"""``attnkit exercises``: the chapters' exercises, answered (``attnkit.exercises``).
+
+``--list`` prints one line per exercise (``ID  KIND  STATUS  question``), in the 0.17 /
+Chinese numbering or, with ``--edition 1.0``, in 1.0's (with the exercises only 1.0
+asks); ``attnkit exercises 10.2.1`` runs one (question, measured values, answer);
+``all`` runs every one; ``--json``, ``--lang zh``, ``--out DIR`` (figures), ``--small``;
+``all --book docs`` writes the answer book.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "exercises",
+        help="the chapters' exercises, answered (attnkit exercises --list)",
+        description="Every end-of-section exercise of d2l chapters 8-10 (0.17 / zh; 1.0: "
+        "9-11): the question, the measured values and the answer.",
+    )
+    p.add_argument("exercise", nargs="?", default=None, help="an ID from --list, or 'all'")
+    p.add_argument("--list", action="store_true", help="one line per exercise")
+    p.add_argument("--edition", default="0.17", help="numbering: 0.17 (default, = zh) or 1.0")
+    p.add_argument("--lang", default="en", help="en (default) or zh")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--out", default=None, help="folder for the figures (default: none written)")
+    p.add_argument("--small", action="store_true", help="small, fast sizes (as the tests)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--book", default=None, help="with 'all': write the answer book into DIR")
+    p.set_defaults(func=_main)
+
+
+def _main(a) -> int:
+    from attnkit._validate import one_of
+    from attnkit.exercises import EDITIONS, LANGS, exercises, find_exercise
+    from attnkit.exercises.book import run_all, write_book
+
+    one_of("--edition", a.edition, EDITIONS)
+    one_of("--lang", a.lang, LANGS)
+    if a.list:
+        rows = exercises(a.edition)
+        width = max(len(e.label(a.edition)) for e in rows)
+        for e in rows:
+            print(f"{e.label(a.edition):<{width}}  {e.kind:<10}  {e.status:<8}  {e.short(a.lang)}")
+        return 0
+    if a.exercise is None:
+        raise ValueError("name an exercise (attnkit exercises --list), 'all', or pass --list")
+    if a.book is not None:
+        if a.exercise != "all":
+            raise ValueError(f"--book writes every exercise: use 'all', got {a.exercise!r}")
+        for path in write_book(a.book, seed=a.seed, small=a.small):
+            print(path)
+        return 0
+    chosen = exercises(a.edition) if a.exercise == "all" else [find_exercise(a.exercise, a.edition)]
+    t0 = time.perf_counter()
+    out = Path(a.out) if a.out else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    runs, figures = run_all(chosen, small=a.small, seed=a.seed, out=out)
+    if a.json:
+        data = [r.to_json(a.lang) for r in runs]
+        json.dump(data if len(data) > 1 else data[0], sys.stdout, ensure_ascii=False, indent=1)
+        print()
+        return 0
+    for run in runs:
+        print(run.report(a.lang, a.edition))
+        for name in figures.get(run.exercise.experiment or "", []):
+            print(f"  {out / name}")
+        print()
+    if len(runs) > 1:
+        print(f"{len(runs)} exercises in {time.perf_counter() - t0:.1f} s")
+    return 0

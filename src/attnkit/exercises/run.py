@@ -1,0 +1,155 @@
+"""Running an exercise: its experiment (a tour topic or an exercise module's function,
+the tour's one mechanism: ``@topic`` functions returning a ``TopicResult``), its answer
+formatted with the measured values, and the report, plain or JSON.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import numbers
+import string
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+from attnkit._validate import boolean, non_negative_int, one_of
+from attnkit.exercises.registry import EDITIONS, LANGS, Exercise, find_exercise, section_title
+from attnkit.tour.base import TopicResult
+
+__all__ = ["ExerciseRun", "experiment_function", "json_ready", "run_exercise"]
+
+
+def experiment_function(ref: str):
+    """The ``@topic`` function an exercise's ``experiment`` names: ``"tour:TOPIC"`` (the
+    tour's topic) or ``"module:function"`` (in ``attnkit.exercises``)."""
+    module, _, function = ref.partition(":")
+    if not function:
+        raise ValueError(f"experiment must be 'module:function' or 'tour:TOPIC', got {ref!r}")
+    if module == "tour":
+        from attnkit.tour import get_topic
+
+        return get_topic(function)
+    return getattr(importlib.import_module(f"attnkit.exercises.{module}"), function)
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with tensors and numpy values as lists and numbers, tuples as lists,
+    non-finite floats as the strings ``"nan"``/``"inf"``/``"-inf"`` (plain JSON)."""
+    if hasattr(value, "tolist") and not isinstance(value, str | bytes):
+        value = value.tolist()
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        return value if math.isfinite(value) else str(value)
+    return str(value)
+
+
+class _Values(string.Formatter):
+    """``str.format`` over a result's values; a missing key names the exercise."""
+
+    def __init__(self, exercise: Exercise) -> None:
+        self.exercise = exercise
+
+    def get_value(self, key, args, kwargs):
+        if isinstance(key, str) and key not in kwargs:
+            raise ValueError(
+                f"exercise {self.exercise.key}: its answer reads the value {key!r}, which its "
+                f"experiment ({self.exercise.experiment}) does not return"
+            )
+        return super().get_value(key, args, kwargs)
+
+
+@dataclass
+class ExerciseRun:
+    """An exercise and, when it has an experiment, the experiment's result."""
+
+    exercise: Exercise
+    result: TopicResult | None = None
+
+    @property
+    def values(self) -> dict[str, Any]:
+        return self.result.values if self.result is not None else {}
+
+    def answer(self, lang: str = "en") -> str:
+        """The answer in ``lang`` with the measured values filled in."""
+        one_of("lang", lang, LANGS)
+        return _Values(self.exercise).vformat(self.exercise.answer_template(lang), (), self.values)
+
+    def asserted(self) -> list[dict[str, Any]]:
+        """The claims a test asserts, each with the value that carries it."""
+        return [
+            {"key": key, "claim": claim, "value": json_ready(self.values.get(key))}
+            for key, claim in self.exercise.claims
+        ]
+
+    def to_json(self, lang: str = "en") -> dict[str, Any]:
+        """``{id, ids_1_0, kind, status, section, question, answer, values, asserted}``."""
+        e = self.exercise
+        return {
+            "id": e.id,
+            "ids_1_0": list(e.ids_1_0) if e.id else [e.key.removeprefix("1.0/")],
+            "kind": e.kind,
+            "status": e.status,
+            "section": section_title(e, lang),
+            "question": e.question_in(lang),
+            "answer": self.answer(lang),
+            "values": json_ready(self.values),
+            "asserted": self.asserted(),
+            "seconds": round(self.result.seconds, 2) if self.result else 0.0,
+        }
+
+    def report(self, lang: str = "en", edition: str = "0.17") -> str:
+        """The printed form: ID, section, question, answer, what the test asserts."""
+        e = self.exercise
+        zh = lang == "zh"
+        label = e.label(edition) or e.key
+        other = e.label("1.0" if edition == "0.17" else "0.17")
+        head = f"{label} [{e.kind}, {e.status}] {section_title(e, lang)}"
+        if other:
+            head += f" ({'另一版本' if zh else 'other edition'}: {other})"
+        wrap = lambda text: "\n".join(  # noqa: E731
+            textwrap.fill(p, 92, break_long_words=False) if not zh else p for p in text.split("\n")
+        )
+        parts = [head, "", ("问题：" if zh else "Question: ") + e.question_in(lang), ""]
+        parts += [("解答：" if zh else "Answer:"), wrap(self.answer(lang))]
+        if e.claims:
+            parts += ["", "测试断言：" if zh else "Asserted by its test:"]
+            parts += [f"  - {claim} [{key}]" for key, claim in e.claims]
+        if self.result is not None:
+            parts += ["", f"({self.result.seconds:.1f} s)"]
+        return "\n".join(parts)
+
+
+def run_exercise(
+    exercise: Exercise | str,
+    *,
+    edition: str = "0.17",
+    small: bool = False,
+    seed: int = 0,
+    cache: dict | None = None,
+) -> ExerciseRun:
+    """Run one exercise (an ``Exercise`` or its ID in ``edition``'s numbering): its
+    experiment at full or ``small`` size. ``cache`` (a dict) keeps results by
+    (experiment, small, seed), so exercises sharing an experiment run it once."""
+    one_of("edition", edition, EDITIONS)
+    boolean("small", small)
+    non_negative_int("seed", seed)
+    if not isinstance(exercise, Exercise):
+        exercise = find_exercise(exercise, edition)
+    if exercise.experiment is None:
+        return ExerciseRun(exercise)
+    key = (exercise.experiment, small, seed)
+    if cache is not None and key in cache:
+        return ExerciseRun(exercise, cache[key])
+    result = experiment_function(exercise.experiment)(small=small, seed=seed)
+    if cache is not None:
+        cache[key] = result
+    return ExerciseRun(exercise, result)

@@ -1,0 +1,88 @@
+"""Every exercise is there, answered in both languages, and every experiment's claims are
+values that a test in this folder asserts. The experiments run once a session at the small
+size (``tests.shared_runs``), shared with the per-group tests."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from attnkit.exercises import KINDS, LANGS, exercises, find_exercise
+from attnkit.exercises.book import render_book
+from tests.shared_runs import exercise_run
+
+REPO = Path(__file__).resolve().parents[2]
+# exercises per section, as published (../shared/reference/exercises)
+SECTIONS_0_17 = {"8.1": 4, "8.2": 2, "8.3": 6, "8.4": 4, "8.5": 6, "8.6": 3, "8.7": 2,
+                 "9.1": 4, "9.2": 5, "9.3": 4, "9.4": 3, "9.5": 2, "9.6": 2, "9.7": 6,
+                 "9.8": 3, "10.1": 2, "10.2": 4, "10.3": 3, "10.4": 2, "10.5": 2, "10.6": 2,
+                 "10.7": 6}  # fmt: skip
+SECTIONS_1_0 = {"9.1": 4, "9.2": 3, "9.3": 5, "9.4": 4, "9.5": 10, "9.6": 2, "9.7": 2,
+                "10.1": 5, "10.2": 4, "10.3": 3, "10.4": 3, "10.5": 2, "10.6": 2, "10.7": 6,
+                "10.8": 3, "11.1": 4, "11.2": 4, "11.3": 3, "11.4": 2, "11.5": 2, "11.6": 3,
+                "11.7": 5, "11.8": 3, "11.9": 4}  # fmt: skip
+ONLY_1_0 = {"9.2.3", "9.5.1", "9.5.2", "9.5.6", "9.5.7", "11.1.1", "11.1.2", "11.1.3", "11.1.4",
+            "11.2.1", "11.2.2", "11.2.3", "11.2.4", "11.3.1", "11.3.3", "11.6.3", "11.8.1",
+            "11.8.2", "11.8.3", "11.9.1", "11.9.2", "11.9.3", "11.9.4"}  # fmt: skip
+EVERY = exercises("0.17") + [e for e in exercises("1.0") if e.id is None]
+_CJK = re.compile("[\u4e00-\u9fff]")
+
+
+def _ids(sections: dict[str, int]) -> list[str]:
+    return [f"{s}.{i}" for s, n in sections.items() for i in range(1, n + 1)]
+
+
+def test_all_77_of_0_17_and_every_1_0_exercise_are_there():
+    assert [e.id for e in exercises("0.17")] == _ids(SECTIONS_0_17)
+    assert len(exercises("0.17")) == 77
+    labels = [lab for e in exercises("1.0") for lab in e.label("1.0").split(", ")]
+    assert sorted(labels) == sorted(_ids(SECTIONS_1_0)) and len(labels) == 88
+    assert {e.key.removeprefix("1.0/") for e in EVERY if e.id is None} == ONLY_1_0
+
+
+@pytest.mark.parametrize("e", EVERY, ids=lambda e: e.key)
+def test_every_exercise_is_answered_in_both_languages(e):
+    assert e.kind in KINDS, f"{e.key}: kind {e.kind!r}"
+    assert len(e.question) > 20 and len(e.answer) > 80, e.key
+    assert _CJK.search(e.question_zh) and _CJK.search(e.answer_zh), e.key
+    if e.kind == "experiment":
+        assert e.experiment and e.claims, f"{e.key}: an experiment needs claims a test asserts"
+    if e.claims:
+        assert e.experiment, f"{e.key}: claims without an experiment"
+    for other in e.see:
+        find_exercise(other, "1.0" if other.startswith("1.0/") else "0.17")
+
+
+def _test_sources() -> str:
+    here = Path(__file__).parent
+    return "\n".join(
+        p.read_text() for p in sorted(here.glob("test_*.py")) if p.name != Path(__file__).name
+    )
+
+
+@pytest.mark.parametrize("e", [e for e in EVERY if e.experiment], ids=lambda e: e.key)
+def test_every_claim_is_a_measured_value_asserted_here(e):
+    run = exercise_run(e.key)
+    sources = _test_sources()
+    for key, claim in e.claims:
+        assert len(claim) > 10
+        assert key in run.values, f"{e.key}: claim key {key!r} is not in the values"
+        assert f'["{key}"]' in sources, f"{e.key}: no test in tests/exercises reads {key!r}"
+    for lang in LANGS:  # every value the answer reads is measured
+        text = run.answer(lang)
+        assert len(text) > 40
+
+
+def test_the_answer_books_are_what_their_record_renders():
+    record_path = REPO / "docs" / "exercises.json"
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    assert set(record["exercises"]) == {e.key for e in EVERY}
+    for lang, name in (("en", "exercises.md"), ("zh", "exercises.zh.md")):
+        page = (REPO / "docs" / name).read_text(encoding="utf-8")
+        assert page == render_book(record, lang), f"docs/{name} is stale: {record['command']}"
+    for saved in record["exercises"].values():
+        for figure in saved["figures"]:
+            assert (REPO / "docs" / "exercises" / figure).is_file(), figure
