@@ -9,10 +9,10 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.shared_runs import exercise_run
 
 from attnkit.exercises import KINDS, LANGS, exercises, find_exercise
 from attnkit.exercises.book import render_book
-from tests.shared_runs import exercise_run
 
 REPO = Path(__file__).resolve().parents[2]
 # exercises per section, as published (../shared/reference/exercises)

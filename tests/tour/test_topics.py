@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 from matplotlib.figure import Figure
+from tests.shared_runs import tour_result
 
 from attnkit.tour import TOPICS, TopicResult, get_topic, run_topic
-from tests.shared_runs import tour_result
 
 
 def result(name: str) -> TopicResult:
