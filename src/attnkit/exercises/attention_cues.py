@@ -40,4 +40,4 @@ def random_softmax(*, small: bool = False, seed: int = 0) -> TopicResult:
         f"{values['min_weight']:.3f}-{values['max_weight']:.3f}, the largest ratio within "
         f"a row {ratio:.2f} < e"
     )
-    return TopicResult("random_softmax", finding, values, {"weights": fig})
+    return TopicResult("attention_cues_random_softmax", finding, values, {"weights": fig})

@@ -44,13 +44,7 @@ _HEAD = {
         "给出有理由的回答（能用实验判定其中一部分时附实验）。",
     ),
 }
-_WORDS = {
-    "en": {"question": "Question", "answer": "Answer", "asserted": "Asserted by its test",
-           "run": "Run", "other": "1.0", "v1": "Exercises only d2l 1.0 asks", "see": "See also",
-           "contents": "Sections"},
-    "zh": {"question": "问题", "answer": "解答", "asserted": "测试断言", "run": "运行",
-           "other": "1.0", "v1": "仅 d2l 1.0 版提出的练习", "see": "另见", "contents": "各节"},
-}  # fmt: skip
+_RUN = {"en": "Run", "zh": "运行"}
 
 
 def cpu_name() -> str:
@@ -116,38 +110,17 @@ def write_book(folder: str | Path, *, seed: int = 0, small: bool = False) -> lis
     return paths
 
 
-def _entry(e: Exercise, saved: dict[str, Any], lang: str) -> list[str]:
-    w = _WORDS[lang]
-    run = ExerciseRun(e, TopicResult(e.key, "", saved.get("values", {})) if e.experiment else None)
-    label = e.id or e.key.removeprefix("1.0/")
-    other = f" ({w['other']}: {', '.join(e.ids_1_0)})" if e.id and e.ids_1_0 else ""
-    if e.id is None:
-        other = " (d2l 1.0)"
-    lines = [f"### {label}{other} · {e.kind} · {e.status}", ""]
-    lines += [f"**{w['question']}.** {e.question_in(lang)}", ""]
-    lines += [f"**{w['answer']}.** {run.answer(lang)}", ""]
-    for name in saved.get("figures", []):
-        lines += [f"![{label} {name}](exercises/{name})", ""]
-    if e.claims:
-        lines += [f"*{w['asserted']}:*", ""]
-        lines += [f"- {claim} (`{key}`)" for key, claim in e.claims] + [""]
-    if e.see:
-        lines += [f"*{w['see']}:* {', '.join(e.see)}", ""]
-    return lines
-
-
 def render_book(record: dict[str, Any], lang: str = "en") -> str:
     """The answer book page in ``lang`` for a run's ``record`` (``write_book``'s JSON)."""
     one_of("lang", lang, LANGS)
     title, intro = _HEAD[lang]
-    w = _WORDS[lang]
     every = exercises("0.17") + [e for e in exercises("1.0") if e.id is None]
     saved = record["exercises"]
     counts = {k: sum(e.kind == k for e in every) for k in ("experiment", "derivation", "open",
                                                              "needs-data")}  # fmt: skip
     lines = [title, "", intro, ""]
     lines += [
-        f"{w['run']}: {record['date']}, `{record['command']}`, {record['cpu']}, "
+        f"{_RUN[lang]}: {record['date']}, `{record['command']}`, {record['cpu']}, "
         f"{record['seconds']:.0f} s; {len(every)} exercises ("
         + ", ".join(f"{n} {k}" for k, n in counts.items())
         + ").",
@@ -155,9 +128,12 @@ def render_book(record: dict[str, Any], lang: str = "en") -> str:
     ]
     current = None
     for e in every:
-        heading = section_title(e, lang) if e.id else w["v1"]
+        heading = section_title(e, lang)
         if heading != current:
             current = heading
             lines += [f"## {heading}", ""]
-        lines += _entry(e, saved.get(e.key, {}), lang)
+        entry = saved.get(e.key, {})
+        result = TopicResult(e.key, "", entry.get("values", {})) if e.experiment else None
+        figures = [f"exercises/{name}" for name in entry.get("figures", [])]
+        lines += [ExerciseRun(e, result).markdown(lang, figures)]
     return "\n".join(lines).rstrip() + "\n"

@@ -11,6 +11,7 @@ import numbers
 import string
 import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from attnkit._validate import boolean, non_negative_int, one_of
@@ -18,6 +19,12 @@ from attnkit.exercises.registry import EDITIONS, LANGS, Exercise, find_exercise,
 from attnkit.tour.base import TopicResult
 
 __all__ = ["ExerciseRun", "experiment_function", "json_ready", "run_exercise"]
+
+_WORDS = {
+    "en": {"question": "Question", "answer": "Answer", "asserted": "Asserted by its test",
+           "see": "See also"},
+    "zh": {"question": "问题", "answer": "解答", "asserted": "测试断言", "see": "另见"},
+}  # fmt: skip
 
 
 def experiment_function(ref: str):
@@ -105,6 +112,28 @@ class ExerciseRun:
             "asserted": self.asserted(),
             "seconds": round(self.result.seconds, 2) if self.result else 0.0,
         }
+
+    def markdown(self, lang: str = "en", figures: list[str] = ()) -> str:
+        """The answer book's entry: heading, question, answer, figures (paths as given),
+        the claims its test asserts. Notebooks show it (``_repr_markdown_``)."""
+        e = self.exercise
+        w = _WORDS[lang]
+        label = e.id or e.key.removeprefix("1.0/")
+        other = f" (1.0: {', '.join(e.ids_1_0)})" if e.id and e.ids_1_0 else ""
+        lines = [f"### {label}{other or (' (d2l 1.0)' if e.id is None else '')} · "
+                 f"{e.kind} · {e.status}", ""]  # fmt: skip
+        lines += [f"**{w['question']}.** {e.question_in(lang)}", ""]
+        lines += [f"**{w['answer']}.** {self.answer(lang)}", ""]
+        lines += [f"![{label} {Path(f).name}]({f})\n" for f in figures]
+        if e.claims:
+            lines += [f"*{w['asserted']}:*", ""]
+            lines += [f"- {claim} (`{key}`)" for key, claim in e.claims] + [""]
+        if e.see:
+            lines += [f"*{w['see']}:* {', '.join(e.see)}", ""]
+        return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown("en")
 
     def report(self, lang: str = "en", edition: str = "0.17") -> str:
         """The printed form: ID, section, question, answer, what the test asserts."""

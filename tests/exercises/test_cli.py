@@ -1,0 +1,96 @@
+"""``attnkit exercises``: the list in both numberings, one exercise as text and JSON, in
+English and Chinese, figures written, and bad input as one clear error."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from attnkit.cli import main
+from attnkit.exercises import exercises, find_exercise, run_exercise
+from attnkit.exercises.book import render_book
+
+_ROW = re.compile(r"^(\S+(?:, \S+)*) +(experiment|derivation|open|needs-data) +"
+                  r"(asserted|derived|answered|unanswered) +\S")  # fmt: skip
+
+
+def test_list_prints_one_line_per_exercise_in_either_numbering(capsys):
+    assert main(["exercises", "--list"]) == 0
+    rows = capsys.readouterr().out.strip().splitlines()
+    assert len(rows) == 77 and rows[0].startswith("8.1.1 ") and rows[-1].startswith("10.7.6 ")
+    assert [r.split()[0] for r in rows] == [e.id for e in exercises("0.17")]
+    assert main(["exercises", "--list", "--edition", "1.0"]) == 0
+    rows_1_0 = capsys.readouterr().out.strip().splitlines()
+    labels = [lab for r in rows_1_0 for lab in _ROW.match(r).group(1).split(", ")]
+    assert len(labels) == 88 and labels[0] == "9.1.1" and labels[-1] == "11.9.4"
+    assert "11.2.4" in labels and "10.7.6" not in labels  # 10.7.6 (0.17) was dropped in 1.0
+    # 1.0 reorders the LSTM (10.1) before the GRU (10.2)
+    assert labels.index("10.1.1") < labels.index("10.2.1")
+    assert find_exercise("10.1.1", "1.0").id == "9.2.1"  # 1.0's LSTM is 0.17's 9.2
+    assert main(["exercises", "--list", "--lang", "zh"]) == 0
+    assert re.search("[\u4e00-\u9fff]", capsys.readouterr().out)
+
+
+def test_list_rows_have_id_kind_status_and_question(capsys):
+    assert main(["exercises", "--list"]) == 0
+    for row in capsys.readouterr().out.strip().splitlines():
+        m = _ROW.match(row)
+        assert m, row
+        e = find_exercise(m.group(1))
+        assert m.group(2) == e.kind and m.group(3) == e.status
+
+
+def test_one_exercise_prints_question_values_and_answer(tmp_path, capsys):
+    assert main(["exercises", "10.1.2", "--small", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    run = run_exercise("10.1.2", small=True)
+    assert out.startswith("10.1.2 [experiment, asserted] 10.1 Attention Cues")
+    assert f"{run.values['max_weight']:.3f}" in out  # the measured value is in the answer
+    assert "Asserted by its test:" in out and "[row_sum_error]" in out
+    assert [p.name for p in tmp_path.glob("*.png")] == ["attention_cues_random_softmax_weights.png"]
+    assert main(["exercises", "10.1.2", "--small", "--lang", "zh"]) == 0
+    zh = capsys.readouterr().out
+    assert "问题：" in zh and "解答：" in zh and "注意力权重" in zh
+
+
+def test_json_has_the_documented_fields(capsys):
+    assert main(["exercises", "10.1.2", "--small", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {"id", "ids_1_0", "kind", "question", "answer", "values", "asserted"} <= set(data)
+    assert data["id"] == "10.1.2" and data["kind"] == "experiment"
+    assert data["values"]["same_order"] is True
+    assert [a["key"] for a in data["asserted"]] == ["row_sum_error", "same_order", "max_ratio_in_row"]
+    assert data["asserted"][0]["value"] == data["values"]["row_sum_error"]
+
+
+def test_a_1_0_only_exercise_is_found_by_its_1_0_id():
+    e = find_exercise("11.2.4", "1.0")
+    assert e.id is None and e.key == "1.0/11.2.4" and e.label("1.0") == "11.2.4"
+    assert find_exercise("1.0/11.2.4", "1.0") is e
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["exercises", "10.2.9"], ["'10.2.9'", "nearest: 10.2.1, 10.2.2, 10.2.3, 10.2.4"]),
+        (["exercises", "11.2.4"], ["'11.2.4'", "--edition 1.0"]),
+        (["exercises", "--list", "--edition", "2.0"], ["--edition", "'2.0'", "0.17", "1.0"]),
+        (["exercises", "--list", "--lang", "fr"], ["--lang", "'fr'", "en", "zh"]),
+        (["exercises"], ["--list"]),
+        (["exercises", "10.1.2", "--book", "/tmp/unused"], ["--book", "'all'"]),
+    ],
+)
+def test_bad_input_is_one_clear_error(argv, words, capsys):
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("attnkit exercises: error:") and "Traceback" not in err
+    for word in words:
+        assert word in err, (word, err)
+
+
+def test_render_book_is_deterministic_and_lists_every_exercise():
+    record = {"date": "2026-01-01", "command": "c", "cpu": "x", "seconds": 1.0, "exercises": {}}
+    with pytest.raises(ValueError, match="exercise 10.1.2: its answer reads the value"):
+        render_book(record, "en")  # an experiment's answer without its values is refused
