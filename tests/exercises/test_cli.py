@@ -48,7 +48,7 @@ def test_one_exercise_prints_question_values_and_answer(tmp_path, capsys):
     run = run_exercise("10.1.2", small=True)
     assert out.startswith("10.1.2 [experiment, asserted] 10.1 Attention Cues")
     assert f"{run.values['max_weight']:.3f}" in out  # the measured value is in the answer
-    assert "Asserted by its test:" in out and "[row_sum_error]" in out
+    assert "Asserted by its test (measured):" in out and "[same_order = true]" in out
     assert [p.name for p in tmp_path.glob("*.png")] == ["attention_cues_random_softmax_weights.png"]
     assert main(["exercises", "10.1.2", "--small", "--lang", "zh"]) == 0
     zh = capsys.readouterr().out

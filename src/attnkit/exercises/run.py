@@ -6,8 +6,10 @@ formatted with the measured values, and the report, plain or JSON.
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import numbers
+import re
 import string
 import textwrap
 from dataclasses import dataclass
@@ -57,6 +59,16 @@ def json_ready(value: Any) -> Any:
         value = float(value)
         return value if math.isfinite(value) else str(value)
     return str(value)
+
+
+def _short(value: Any, width: int = 60) -> str:
+    """A value as one short line: floats to 4 significant digits, long lists cut."""
+    value = json_ready(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    text = json.dumps(value, ensure_ascii=False)
+    text = re.sub(r"(\d+\.\d{4})\d+", r"\1", text)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 class _Values(string.Formatter):
@@ -150,8 +162,9 @@ class ExerciseRun:
         parts = [head, "", ("问题：" if zh else "Question: ") + e.question_in(lang), ""]
         parts += [("解答：" if zh else "Answer:"), wrap(self.answer(lang))]
         if e.claims:
-            parts += ["", "测试断言：" if zh else "Asserted by its test:"]
-            parts += [f"  - {claim} [{key}]" for key, claim in e.claims]
+            parts += ["", "测试断言（实测值）：" if zh else "Asserted by its test (measured):"]
+            parts += [f"  - {claim} [{key} = {_short(self.values.get(key))}]"
+                      for key, claim in e.claims]  # fmt: skip
         if self.result is not None:
             parts += ["", f"({self.result.seconds:.1f} s)"]
         return "\n".join(parts)
