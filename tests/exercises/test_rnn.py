@@ -3,6 +3,7 @@ character RNN), asserted at small size (seed 0)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from tests.shared_runs import values
@@ -74,8 +75,10 @@ def test_8_5_4_clipping_matters_only_where_the_gradient_explodes():
 
 def test_8_5_6_relu_rnn_with_and_without_clipping():
     v = values("8.5.6")
-    assert v["relu_lr1_failed_unclipped"] == 0 and v["relu_lr3_failed_unclipped"] == 0
-    assert v["relu_max_norm"] > 5.0  # the unbounded activation's gradient spikes
+    assert v["relu_lr1_failed_unclipped"] == 0 and v["relu_lr3_failed_clipped"] == 0
+    assert v["relu_minus_tanh_failed_lr3"] < 0
+    assert v["relu_lr3_failed_unclipped"] < v["n"]
+    assert v["relu_max_norm"] > 2.0 > 1.0 > v["tanh_lr1_max_norm"]  # ReLU's gradient spikes
     assert v["relu_lr1_ppl"] < v["unigram_perplexity"]
 
 
@@ -85,10 +88,10 @@ def test_8_5_5_undetached_state_costs_grow_and_gradients_do_not_change():
     assert "inplace operation" in v["error_with_retain"]
     ops, det = v["backward_ops_not_detached"], v["backward_ops_detached"]
     assert len(set(det)) == 1 and ops[0] == det[0]
-    steps = {b - a for a, b in zip(ops, ops[1:])}
+    steps = {b - a for a, b in itertools.pairwise(ops)}
     assert len(steps) == 1 and steps.pop() > 0.5 * ops[0]  # linear growth
     nodes = v["nodes_not_detached"]
-    assert len({b - a for a, b in zip(nodes, nodes[1:])}) == 1 and v["nodes_last"] > nodes[0]
+    assert len({b - a for a, b in itertools.pairwise(nodes)}) == 1 and v["nodes_last"] > nodes[0]
     assert v["current_grad_max_difference"] == 0.0 and v["loss_max_difference"] == 0.0
 
 
@@ -102,8 +105,8 @@ def test_8_6_2_deeper_rnn():
     v = values("8.6.2")
     ppl = v["perplexity"]
     assert all(2 < p < 20 for opt in ppl.values() for p in opt.values())
-    assert v["sgd_deep_minus_shallow"] > 0 and v["adam_deep_minus_shallow"] > 0
-    assert abs(v["deep_sgd_minus_adam"]) < 2.0
+    assert v["sgd_deep_minus_shallow"] > 0  # with SGD, depth does not help
+    assert v["deep_sgd_minus_adam"] > 0  # Adam trains the deep model further
 
 
 def test_8_6_3_rnn_autoregressive_matches_the_mlp():

@@ -24,11 +24,14 @@ def gradient_covariance(*, small: bool = False, seed: int = 0) -> TopicResult:
     draws = 20 if small else 200
     err, asym, min_eig = 0.0, 0.0, float("inf")
     for _ in range(draws):
-        m, d = int(torch.randint(2, 12, (1,), generator=g)), int(torch.randint(1, 8, (1,), generator=g))
+        m, d = (
+            int(torch.randint(2, 12, (1,), generator=g)),
+            int(torch.randint(1, 8, (1,), generator=g)),
+        )
         keys = torch.randn(m, d, generator=g, dtype=torch.float64)  # keys = values, (m, d)
         q = torch.randn(d, generator=g, dtype=torch.float64)
 
-        def pool(q):  # (d,) -> (d,)
+        def pool(q, keys=keys):  # (d,) -> (d,)
             return torch.softmax(keys @ q, 0) @ keys
 
         jac = torch.autograd.functional.jacobian(pool, q)  # (d, d): d out_a / d q_b
@@ -57,7 +60,7 @@ def parzen_sign(*, small: bool = False, seed: int = 0) -> TopicResult:
     noisy = x[:, 0] + 0.5 * torch.randn(n, generator=g, dtype=torch.float64)
     y = torch.where(noisy > 0, 1.0, -1.0).double()  # labels ±1
     xq = 1.5 * torch.randn(queries, d, generator=g, dtype=torch.float64)
-    k = torch.exp(-torch.cdist(xq, x) ** 2 / 2)  # (queries, n) Gaussian kernel
+    k = torch.exp(-(torch.cdist(xq, x) ** 2) / 2)  # (queries, n) Gaussian kernel
     parzen_diff = (k * (y == 1)).sum(1) / n - (k * (y == -1)).sum(1) / n
     nw = (k @ y) / k.sum(1)  # Nadaraya-Watson estimate of E[y | x]
     density = k.sum(1) / n  # p̂(x) > 0
@@ -86,8 +89,12 @@ def sphere_kernel(*, small: bool = False, seed: int = 0) -> TopicResult:
     g = torch.Generator().manual_seed(seed)
     err_dist, err_w, off_sphere = 0.0, 0.0, 0.0
     for d in (2, 8, 64):
-        x = torch.nn.functional.normalize(torch.randn(30, d, generator=g, dtype=torch.float64), dim=1)
-        keys = torch.nn.functional.normalize(torch.randn(50, d, generator=g, dtype=torch.float64), dim=1)
+        x = torch.nn.functional.normalize(
+            torch.randn(30, d, generator=g, dtype=torch.float64), dim=1
+        )
+        keys = torch.nn.functional.normalize(
+            torch.randn(50, d, generator=g, dtype=torch.float64), dim=1
+        )
         sq = torch.cdist(x, keys) ** 2
         err_dist = max(err_dist, float((sq - (2 - 2 * x @ keys.T)).abs().max()))
         for s in (0.3, 1.0, 3.0):
@@ -96,9 +103,15 @@ def sphere_kernel(*, small: bool = False, seed: int = 0) -> TopicResult:
             err_w = max(err_w, float((gauss - dot).abs().max()))
             # off the sphere the identity fails: keys of different norms
             scaled = keys * (0.5 + torch.rand(50, 1, generator=g, dtype=torch.float64))
-            far = torch.softmax(-torch.cdist(x, scaled) ** 2 / (2 * s * s), 1)
-            off_sphere = max(off_sphere, float((far - torch.softmax(x @ scaled.T / (s * s), 1)).abs().max()))
-    values = {"distance_error": err_dist, "weight_error": err_w, "off_sphere_difference": off_sphere}
+            far = torch.softmax(-(torch.cdist(x, scaled) ** 2) / (2 * s * s), 1)
+            off_sphere = max(
+                off_sphere, float((far - torch.softmax(x @ scaled.T / (s * s), 1)).abs().max())
+            )
+    values = {
+        "distance_error": err_dist,
+        "weight_error": err_w,
+        "off_sphere_difference": off_sphere,
+    }
     finding = (
         f"On the unit sphere (d = 2, 8, 64) ||x - x_i||^2 = 2 - 2 xᵀx_i to {err_dist:.1e} and "
         f"the Gaussian weights equal softmax(xᵀx_i / s^2) to {err_w:.1e}; with keys of norms "

@@ -67,15 +67,29 @@ def per_key_width(*, small: bool = False, seed: int = 0) -> TopicResult:
         index = leave_one_out(torch.arange(n).float()).long()  # (n, n-1) key ids
         torch.manual_seed(s)
         new = PerKeyWidth(n)
-        _fit(new, lambda: new(data.x_train, keys, values, index), data.y_train, steps)
+        _fit(
+            new,
+            lambda new=new, x=data.x_train, k=keys, v=values, i=index: new(x, k, v, i),
+            data.y_train,
+            steps,
+        )
         single = NadarayaWatson(learnable=True, width=1.0)
-        _fit(single, lambda: single(data.x_train, keys, values), data.y_train, steps)
+        _fit(
+            single,
+            lambda single=single, x=data.x_train, k=keys, v=values: single(x, k, v),
+            data.y_train,
+            steps,
+        )
         book, _ = fit_nadaraya_watson(data, seed=s)
         all_index = torch.arange(n).expand(len(data.x_test), n)
         with torch.no_grad():
             preds = {
-                "per_key": new(data.x_test, data.x_train.expand(len(data.x_test), n),
-                               data.y_train.expand(len(data.x_test), n), all_index),  # fmt: skip
+                "per_key": new(
+                    data.x_test,
+                    data.x_train.expand(len(data.x_test), n),
+                    data.y_train.expand(len(data.x_test), n),
+                    all_index,
+                ),
                 "single_w": single(data.x_test, data.x_train, data.y_train),
                 "book": book(data.x_test, data.x_train, data.y_train),
             }

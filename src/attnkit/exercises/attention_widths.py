@@ -31,7 +31,12 @@ def _book_data(seed: int, n: int = 50):
     from attnkit.attention.kernel_regression import make_nw_data
 
     d = make_nw_data(n_train=n, seed=seed)
-    return d.x_train[:, None].double(), d.y_train.double(), d.x_test[:, None].double(), d.y_truth.double()
+    return (
+        d.x_train[:, None].double(),
+        d.y_train.double(),
+        d.x_test[:, None].double(),
+        d.y_truth.double(),
+    )
 
 
 WIDTH_GRID = [0.05 * 1.25**i for i in range(20)]  # 0.05 ... 3.5
@@ -48,7 +53,9 @@ def loo_width(*, small: bool = False, seed: int = 0) -> TopicResult:
     chosen, mse_cv, mse_default, diffs, mse_best = [], [], [], [], []
     for s in range(seed, seed + seeds):
         x, y, xt, yt = _book_data(s)
-        loo = [float(((gaussian_nw(x, x, y, h, leave_out=True) - y) ** 2).mean()) for h in WIDTH_GRID]
+        loo = [
+            float(((gaussian_nw(x, x, y, h, leave_out=True) - y) ** 2).mean()) for h in WIDTH_GRID
+        ]
         test = [float(((gaussian_nw(xt, x, y, h) - yt) ** 2).mean()) for h in WIDTH_GRID]
         i = min(range(len(WIDTH_GRID)), key=loo.__getitem__)
         default = float(((gaussian_nw(xt, x, y, 1.0) - yt) ** 2).mean())
@@ -111,7 +118,11 @@ def more_data(*, small: bool = False, seed: int = 0) -> TopicResult:
     fig = plot_curves(mse, "training examples n", "test MSE", x=sizes, logy=True,
                       title="more data helps only if the width shrinks")  # fmt: skip
     fig.axes[0].set_xscale("log")
-    keys = {"fixed h = 1": "fixed_1", "fixed h = 0.3": "fixed_03", "h = 0.5 (n/50)^(-1/5)": "shrinking"}
+    keys = {
+        "fixed h = 1": "fixed_1",
+        "fixed h = 0.3": "fixed_03",
+        "h = 0.5 (n/50)^(-1/5)": "shrinking",
+    }
     values = {
         "data": "the book's function 2 sin x + x^0.8, noise sd 0.5, x uniform on [0, 5]",
         "sizes": sizes,
@@ -121,14 +132,16 @@ def more_data(*, small: bool = False, seed: int = 0) -> TopicResult:
         "mse": {keys[k]: v for k, v in mse.items()},
         "first": {keys[k]: v[0] for k, v in mse.items()},
         "last": {keys[k]: v[-1] for k, v in mse.items()},
-        "shrinking_falls": all(a > b for a, b in zip(mse["h = 0.5 (n/50)^(-1/5)"],
-                                                     mse["h = 0.5 (n/50)^(-1/5)"][1:])),  # fmt: skip
+        "shrinking_falls": all(
+            a > b for a, b in zip(mse["h = 0.5 (n/50)^(-1/5)"], mse["h = 0.5 (n/50)^(-1/5)"][1:])
+        ),
         # the fixed width's last gain against its error: near 1 = no more gain from data
         "fixed_1_last_ratio": mse["fixed h = 1"][-1] / mse["fixed h = 1"][-2],
     }
-    finding = "; ".join(
-        f"{k}: " + " -> ".join(f"{e:.4f}" for e in v) for k, v in mse.items()
-    ) + f" for n = {sizes}."
+    finding = (
+        "; ".join(f"{k}: " + " -> ".join(f"{e:.4f}" for e in v) for k, v in mse.items())
+        + f" for n = {sizes}."
+    )
     return TopicResult("attention_widths_more_data", finding, values, {"more_data": fig})
 
 

@@ -58,7 +58,7 @@ def both_sides(*, small: bool = False, seed: int = 0) -> TopicResult:
     """9.4.2: shapes of a two-layer bidirectional GRU; it against a unidirectional one
     on (x_{t-1} + x_{t+1}) mod K, paired over seeds (same init seed, same batches).
     9.4.3: the trained models' outputs at the middle position as contextual vectors."""
-    steps, n_seeds = (100, 2) if small else (300, 3)
+    steps, n_seeds = (100, 2) if small else (150, 3)
     acc: dict[str, list[float]] = {"bidirectional": [], "unidirectional": []}
     test = _batch(torch.Generator().manual_seed(10_000 + seed), 1000)
     models = {}
@@ -66,7 +66,7 @@ def both_sides(*, small: bool = False, seed: int = 0) -> TopicResult:
         for name in acc:
             torch.manual_seed(s)
             model = Tagger(name == "bidirectional")
-            opt = torch.optim.Adam(model.parameters(), lr=0.01)
+            opt = torch.optim.Adam(model.parameters(), lr=0.02)
             g = torch.Generator().manual_seed(s)
             for _ in range(steps):
                 x, y = _batch(g, 32)

@@ -12,9 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnkit.models.rnn import (
-    GRUScratchLayer, LSTMScratchLayer, RNNScratchLayer, build_lm,
-)  # fmt: skip
+from attnkit.models.rnn import GRUScratchLayer, LSTMScratchLayer, RNNScratchLayer, build_lm
 from attnkit.tour.base import TopicResult, timed, topic
 from attnkit.tour.cost import count_ops
 from attnkit.tour.gates import BIG
@@ -91,7 +89,7 @@ def lstm_second_tanh(*, small: bool = False, seed: int = 0) -> TopicResult:
             cells.append(c), hiddens.append(h)
         C = torch.stack(cells)  # (T, B, H)
         steps = torch.arange(1, T + 1, dtype=torch.float64)[:, None, None]
-        O = torch.sigmoid(X @ cell.W_xo + cell.b_o)  # only approximate: H_{t-1} enters O
+        out_gate = torch.sigmoid(X @ cell.W_xo + cell.b_o)  # approximate: H_(t-1) enters O too
         free = _randomized(LSTMScratchLayer(D, H).double(), 1.0)
         Xl = torch.randn(400, B, D, dtype=torch.float64) * 2
         Yf, _ = free(Xl, (zeros, zeros))
@@ -106,7 +104,7 @@ def lstm_second_tanh(*, small: bool = False, seed: int = 0) -> TopicResult:
         "cell_minus_t": float((C - steps).abs().max()),
         "max_abs_cell": float(C.abs().max()),
         "max_abs_hidden": float(torch.stack(hiddens).abs().max()),
-        "without_tanh_max": float((O * C).abs().max()),
+        "without_tanh_max": float((out_gate * C).abs().max()),
         "free_max_abs_cell": float(Cf.abs().max()),
         "free_max_abs_hidden": float(Yf.abs().max()),
     }
@@ -264,4 +262,3 @@ def bidirectional_widths(*, small: bool = False, seed: int = 0) -> TopicResult:
         f"backward half's w.r.t. the last input {values['backward_half_grad_last_input']:.2f}."
     )
     return TopicResult("gated_cells_bidirectional_widths", finding, values)
-

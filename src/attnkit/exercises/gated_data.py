@@ -74,7 +74,8 @@ def more_data(*, small: bool = False, seed: int = 0) -> TopicResult:
         f"{name}: all {len(corpus)} characters read ({chars_in_lines} in its lines); held-out "
         f"perplexity after {values['steps']} steps, trained on "
         + ", ".join(f"{values['train_chars'][k]} chars: {values['ppl_mean'][k]:.2f}" for k in keys)
-        + ". 1/128 minus all: " + describe_seeds(gain)
+        + ". 1/128 minus all: "
+        + describe_seeds(gain)
     )
     return TopicResult("gated_data_more_data", finding, values)
 
@@ -124,9 +125,12 @@ def mixing_authors(*, small: bool = False, seed: int = 0) -> TopicResult:
     }  # fmt: skip
     finding = (
         f"A = {name_a}, B = {name_b}: held-out perplexity (trained on -> evaluated on) "
-        + "; ".join(f"{k} -> {t}: {sum(v) / len(v):.2f}" for k, d in ppl.items()
-                    for t, v in d.items())  # fmt: skip
-        + ". Other text's model minus own, on A: " + describe_seeds(cross["A"])
-        + "; on B: " + describe_seeds(cross["B"])
+        + "; ".join(
+            f"{k} -> {t}: {sum(v) / len(v):.2f}" for k, d in ppl.items() for t, v in d.items()
+        )
+        + ". Other text's model minus own, on A: "
+        + describe_seeds(cross["A"])
+        + "; on B: "
+        + describe_seeds(cross["B"])
     )
     return TopicResult("gated_data_mixing_authors", finding, values)

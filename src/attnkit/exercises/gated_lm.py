@@ -85,7 +85,7 @@ def _fit(cell: str, data: tuple, *, seed: int, num_hiddens: int, num_layers: int
     """Build (init from ``seed``), train and evaluate one model: held-out perplexity,
     counted ops of one forward minibatch (of the scratch layers of the same shape),
     parameters, seconds, the model."""
-    name, train, held, vocab = data
+    _, train, held, vocab = data
     torch.manual_seed(seed)
     model = build_lm(cell, len(vocab), num_hiddens, num_layers)
     X = train[: batch_size * num_steps].reshape(batch_size, num_steps)
@@ -115,8 +115,13 @@ def hyperparameter_grid(*, small: bool = False, seed: int = 0) -> TopicResult:
     data = _data(small)
     base = lm_size(small)
     h, T, lr = base["num_hiddens"], base["num_steps"], base["lr"]
-    settings = {"base": {}, "hidden x2": {"num_hiddens": 2 * h},
-                "steps/batch x2": {"num_steps": 2 * T}, "lr /10": {"lr": lr / 10}}
+    steps = base["steps"]
+    settings = {
+        "base": {},
+        "hidden x2": {"num_hiddens": 2 * h},
+        "steps/batch x2": {"num_steps": 2 * T},
+        "lr /10": {"lr": lr / 10},
+    }
     if not small:
         settings["hidden /2"] = {"num_hiddens": h // 2}
     table: dict[str, dict] = {}
@@ -124,11 +129,11 @@ def hyperparameter_grid(*, small: bool = False, seed: int = 0) -> TopicResult:
         table[cell] = {}
         for label, change in settings.items():
             kw = {"num_hiddens": h, "num_steps": T, "lr": lr, **change}
-            r = _fit(cell, data, seed=seed, steps=base["steps"],
+            r = _fit(cell, data, seed=seed, steps=steps,
                      batch_size=base["batch_size"], **kw)  # fmt: skip
             sample = sample_text(r.pop("model"), data[3], "the ", 30, seed, greedy=True)
             table[cell][label] = {**r, "sample": sample}
-    values = {"data": data[0], "steps": base["steps"], "settings": list(settings),
+    values = {"data": data[0], "steps": steps, "settings": list(settings),
               "base_hidden": h, "base_num_steps": T, "base_lr": lr, "table": table}  # fmt: skip
     ratio = {c: table[c]["hidden x2"]["ops"] / table[c]["base"]["ops"] for c in table}
     values["ops_ratio_hidden_x2"] = ratio
@@ -142,9 +147,12 @@ def hyperparameter_grid(*, small: bool = False, seed: int = 0) -> TopicResult:
         c: table[c]["lr /10"]["ppl"] / table[c]["base"]["ppl"] for c in table
     }
     finding = "; ".join(
-        f"{c}: " + ", ".join(f"{k} ppl {r['ppl']:.2f} ({r['ops'] / 1e6:.1f} Mops, "
-                             f"{r['seconds']:.1f} s) '{r['sample']}'"
-                             for k, r in table[c].items())  # fmt: skip
+        f"{c}: "
+        + ", ".join(
+            f"{k} ppl {r['ppl']:.2f} ({r['ops'] / 1e6:.1f} Mops, "
+            f"{r['seconds']:.1f} s) '{r['sample']}'"
+            for k, r in table[c].items()
+        )
         for c in table
     )
     return TopicResult("gated_lm_hyperparameter_grid", finding, values)
@@ -157,7 +165,7 @@ def rnn_vs_gru(*, small: bool = False, seed: int = 0) -> TopicResult:
     the fraction of the words a character model generates that are real words of the
     training text (a word-level model's fraction is 1 by construction)."""
     data = _data(small)
-    name, train, held, vocab = data
+    name, train, _, vocab = data
     size = lm_size(small)
     n_seeds = 2 if small else 3
     kw = {k: size[k] for k in ("num_hiddens", "steps", "lr", "num_steps", "batch_size")}
@@ -234,7 +242,8 @@ def deep_gru_vs_lstm(*, small: bool = False, seed: int = 0) -> TopicResult:
     values["lstm_over_gru_flops"] = values["flops"]["lstm"] / values["flops"]["gru"]
     finding = (
         f"{data[0]}, two layers of {size['num_hiddens']}: held-out perplexity GRU {ppl['gru']}, "
-        f"LSTM {ppl['lstm']}; LSTM - GRU: " + describe_seeds(gap)
+        f"LSTM {ppl['lstm']}; LSTM - GRU: "
+        + describe_seeds(gap)
         + f". FLOPs LSTM/GRU {values['lstm_over_gru_flops']:.2f}."
     )
     return TopicResult("gated_lm_deep_gru_vs_lstm", finding, values)

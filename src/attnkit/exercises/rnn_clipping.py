@@ -33,7 +33,7 @@ def clipping_and_relu(*, small: bool = False, seed: int = 0) -> TopicResult:
     finite."""
     from attnkit.viz import plot_curves
 
-    steps, n_seeds = (50, 2) if small else (150, 3)
+    steps, n_seeds = (50, 2) if small else (120, 3)
     name, train, held, vocab = char_data(small, 30000 if small else 200000)
     lrs = (1.0, 3.0)
     freq = torch.bincount(train, minlength=len(vocab)).double() / len(train)
@@ -73,6 +73,9 @@ def clipping_and_relu(*, small: bool = False, seed: int = 0) -> TopicResult:
         "tanh_lr3_unclipped_ppl": r["tanh lr 3 not clipped"]["median_perplexity"],
         "relu_lr1_failed_unclipped": r["relu lr 1 not clipped"]["failed"],
         "relu_lr3_failed_unclipped": r["relu lr 3 not clipped"]["failed"],
+        "relu_lr3_failed_clipped": r["relu lr 3 clipped"]["failed"],
+        "relu_minus_tanh_failed_lr3": r["relu lr 3 not clipped"]["failed"]
+        - r["tanh lr 3 not clipped"]["failed"],
         "relu_max_norm": max(max(r[f"relu lr {lr:g} not clipped"]["max_grad_norm"]) for lr in lrs),
         "relu_lr1_ppl": r["relu lr 1 not clipped"]["median_perplexity"],
         "tanh_lr1_ppl": r["tanh lr 1 clipped"]["median_perplexity"],

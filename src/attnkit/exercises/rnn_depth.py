@@ -14,7 +14,7 @@ def deeper_rnn(*, small: bool = False, seed: int = 0) -> TopicResult:
     """``nn.RNN`` (tanh, 64 hidden units per layer) with 1 and 3 layers, the same
     number of steps, trained the book's way (SGD lr 1, clipping θ = 1) and with Adam
     (lr 0.005, clipping θ = 1): held-out perplexity and the largest gradient norm."""
-    steps = 50 if small else 150
+    steps = 50 if small else 120
     name, train, held, vocab = char_data(small, 30000 if small else 200000)
     ppl: dict[str, dict[str, float]] = {"sgd": {}, "adam": {}}
     max_norm: dict[str, dict[str, float]] = {"sgd": {}, "adam": {}}

@@ -93,13 +93,15 @@ def undetached_state(*, small: bool = False, seed: int = 0) -> TopicResult:
             loss, h = _loss(p, X, Y, h)
             nodes.append(_graph_nodes(loss))
             # .backward() as the book calls it: every leaf the graph reaches gets a gradient
-            ops.append(count_ops(lambda: loss.backward(retain_graph=True)).total)
+            ops.append(count_ops(lambda loss=loss: loss.backward(retain_graph=True)).total)
             grads.append({k: v.grad.clone() for k, v in p.items()})
             losses.append(float(loss.detach()))
             p = {k: (v - 1.0 * v.grad).detach().requires_grad_(True) for k, v in p.items()}
         curves[mode] = {"nodes": nodes, "backward_ops": ops, "losses": losses, "grads": grads}
     d, u = curves["detached"], curves["not detached"]
-    grad_gap = max(float((a[k] - b[k]).abs().max()) for a, b in zip(d["grads"], u["grads"]) for k in a)
+    grad_gap = max(
+        float((a[k] - b[k]).abs().max()) for a, b in zip(d["grads"], u["grads"]) for k in a
+    )
     values = {
         "data": name, "minibatches": n_batches,
         "error_without_retain": second_backward, "error_with_retain": inplace,

@@ -17,8 +17,13 @@ from attnkit.exercises import corpora
 from attnkit.models.rnn import RNNLM, build_lm
 
 __all__ = [
-    "EmbeddingLM", "char_data", "evaluate_perplexity", "make_lm", "reference_model",
-    "reference_size", "train_char_lm",
+    "EmbeddingLM",
+    "char_data",
+    "evaluate_perplexity",
+    "make_lm",
+    "reference_model",
+    "reference_size",
+    "train_char_lm",
 ]
 
 

@@ -31,8 +31,12 @@ def power_alignment(*, small: bool = False, seed: int = 0) -> TopicResult:
         k = 6
         Mk = torch.linalg.matrix_power(M, k)
         lam_k = torch.linalg.eigvalsh(Mk).sort().values
-        eig_err = max(eig_err, float(((lam_k - (lam**k).sort().values).abs() / lam[0].abs() ** k).max()))
-        norm_err = max(norm_err, abs(float(torch.linalg.matrix_norm(Mk, 2)) / float(lam[0].abs() ** k) - 1))
+        eig_err = max(
+            eig_err, float(((lam_k - (lam**k).sort().values).abs() / lam[0].abs() ** k).max())
+        )
+        norm_err = max(
+            norm_err, abs(float(torch.linalg.matrix_norm(Mk, 2)) / float(lam[0].abs() ** k) - 1)
+        )
         ratio = float(lam[1].abs() / lam[0].abs())
         x = torch.randn(n, n_x, generator=g, dtype=torch.float64)  # columns: random vectors
         c = V.T @ x  # coordinates in the eigenbasis, (n, n_x)

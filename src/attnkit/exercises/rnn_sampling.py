@@ -79,6 +79,9 @@ def sampling_vs_greedy(*, small: bool = False, seed: int = 0) -> TopicResult:
         + ", ".join(f"{k} {v:.2f}" for k, v in model_ppl.items())
         + "; continuations periodic in their second half "
         + ", ".join(f"{k} {v}/{B}" for k, v in periods.items())
-        + ". Greedy: " + repr(texts["greedy"]) + "; α = 1: " + repr(texts["alpha1"])
+        + ". Greedy: "
+        + repr(texts["greedy"])
+        + "; α = 1: "
+        + repr(texts["alpha1"])
     )
     return TopicResult("rnn_sampling_sampling_vs_greedy", finding, values, {})

@@ -35,7 +35,13 @@ class BridgedDecoder(Seq2SeqDecoder):
                  enc_hiddens, bridge: bool = True):  # fmt: skip
         super().__init__(vocab_size, embed_size, num_hiddens, num_layers)
         self.shape = (num_layers, num_hiddens)
-        self.bridge = nn.Linear(enc_layers * enc_hiddens, num_layers * num_hiddens) if bridge else None
+        self.bridge = (
+            nn.Linear(enc_layers * enc_hiddens, num_layers * num_hiddens) if bridge else None
+        )
+        if self.bridge is not None:
+            # Xavier-uniform as the book's other layers, gain 2: the bridged state starts
+            # spread over tanh's range like a GRU state, not squeezed near 0 (slow to learn)
+            nn.init.xavier_uniform_(self.bridge.weight, gain=2.0)
 
     def init_state(self, enc_outputs, *args) -> Seq2SeqState:
         _, enc_state = enc_outputs  # (L_enc, B, H_enc)

@@ -103,9 +103,7 @@ def build_seq2seq(data, *, cell: str = "gru", seed: int = 0, **sizes) -> Encoder
     enc_cls, dec_cls = {"gru": (Seq2SeqEncoder, Seq2SeqDecoder),
                         "lstm": (LSTMEncoder, LSTMDecoder)}[cell]  # fmt: skip
     torch.manual_seed(seed)
-    return EncoderDecoder(
-        enc_cls(len(data.src_vocab), **cfg), dec_cls(len(data.tgt_vocab), **cfg)
-    )
+    return EncoderDecoder(enc_cls(len(data.src_vocab), **cfg), dec_cls(len(data.tgt_vocab), **cfg))
 
 
 # ----------------------------------------------------------------------------- training
@@ -160,9 +158,7 @@ def train_seq2seq(
                 dec_in = torch.cat([torch.full((len(idx), 1), bos), tgt[:, :-1]], dim=1)
                 logits, _ = model(src, dec_in, src_len)  # (B, T, V)
             else:
-                logits = _free_running_logits(
-                    model, src, src_len, bos, tgt.shape[1], reset_state
-                )
+                logits = _free_running_logits(model, src, src_len, bos, tgt.shape[1], reset_state)
             per_token = nn.functional.cross_entropy(
                 logits.transpose(1, 2), tgt, reduction="none"
             )  # (B, T)

@@ -133,14 +133,15 @@ def beam_sizes(*, small: bool = False, seed: int = 0) -> TopicResult:
         "steps_ratio_8_over_1": raw[-1]["decoder_steps"] / raw[0]["decoder_steps"],
         "log_prob_gain_8_over_1": raw[-1]["log_prob"] - raw[0]["log_prob"],
         "log_prob_nondecreasing": all(
-            b["log_prob"] >= a["log_prob"] - 1e-6 for a, b in zip(raw, raw[1:])
+            b["log_prob"] >= a["log_prob"] - 1e-6 for a, b in itertools.pairwise(raw)
         ),
         "bleu_range": max(r["bleu"] for r in rows) - min(r["bleu"] for r in rows),
         "reference_length": sum(len(r.split()) for r in refs) / len(refs),
     }
     finding = "; ".join(
         f"k={r['beam']} a={r['alpha']}: BLEU {r['bleu']:.1f} logp {r['log_prob']:.3f} "
-        f"steps {r['decoder_steps']}" for r in rows
+        f"steps {r['decoder_steps']}"
+        for r in rows
     )
     return TopicResult("seq2seq_search_beam_sizes", finding, values)
 

@@ -127,7 +127,9 @@ def no_loss_mask(*, small: bool = False, seed: int = 0) -> TopicResult:
     check_args(small, seed)
     data, arrays = data_for(small, 0)
     res = _paired(small, "no_mask")
-    probe = {v: _pad_probability(trained(v, small, 0)[0], data, arrays) for v in ("base", "no_mask")}
+    probe = {
+        v: _pad_probability(trained(v, small, 0)[0], data, arrays) for v in ("base", "no_mask")
+    }
     lengths = {v: _mean_output_length(trained(v, small, 0)[0], data) for v in ("base", "no_mask")}
     ref_len = sum(len(t) for _, t in data.val) / len(data.val)
     values = {**_setting(small), **res, "probe": probe, "output_length": lengths,

@@ -4,6 +4,8 @@ without spaces (9.5.2). Both count on the book's own preprocessing and ``Vocab``
 
 from __future__ import annotations
 
+import itertools
+
 from attnkit.tour.base import TopicResult, check_args, topic
 
 __all__ = ["no_spaces", "vocab_growth"]
@@ -54,8 +56,8 @@ def vocab_growth(*, small: bool = False, seed: int = 0) -> TopicResult:
         types = len({w for line in target for w in line})
         rows.append({"num_examples": n, "pairs_read": len(source), "source": len(src_v),
                      "target": len(tgt_v), "target_types": types})  # fmt: skip
-    growth = [b["target"] / a["target"] for a, b in zip(rows, rows[1:])]
-    pair_growth = [b["pairs_read"] / a["pairs_read"] for a, b in zip(rows, rows[1:])]
+    growth = [b["target"] / a["target"] for a, b in itertools.pairwise(rows)]
+    pair_growth = [b["pairs_read"] / a["pairs_read"] for a, b in itertools.pairwise(rows)]
     fig = plot_curves(
         {"source (English)": [r["source"] for r in rows],
          "target (French)": [r["target"] for r in rows]},
@@ -72,7 +74,7 @@ def vocab_growth(*, small: bool = False, seed: int = 0) -> TopicResult:
         "last_target_growth": growth[-1],
         "nondecreasing": all(
             b["source"] >= a["source"] and b["target"] >= a["target"]
-            for a, b in zip(rows, rows[1:])
+            for a, b in itertools.pairwise(rows)
         ),
         "target_larger": all(r["target"] > r["source"] for r in rows),
         "off_by_one": rows[0]["pairs_read"] - rows[0]["num_examples"],

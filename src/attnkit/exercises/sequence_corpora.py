@@ -11,8 +11,12 @@ import random
 from attnkit.data.lm import builtin_corpus_lines
 from attnkit.data.text import Vocab
 from attnkit.exercises import corpora
-from attnkit.exercises.sequence_counts import ZIPF_FIRST_RANK, ZIPF_MIN_COUNT, words_of
-from attnkit.exercises.sequence_counts import zipf_exponents
+from attnkit.exercises.sequence_counts import (
+    ZIPF_FIRST_RANK,
+    ZIPF_MIN_COUNT,
+    words_of,
+    zipf_exponents,
+)
 from attnkit.tour.base import TopicResult, check_args, topic
 
 __all__ = ["other_corpora"]
@@ -47,10 +51,10 @@ def _measure(words: list[str]) -> dict:
     chars = [list(" ".join(words))]
     zipf = zipf_exponents(words, (1, 2))
     return {
-        "word_vocab": {str(m): len(Vocab([words], min_freq=m)) for m in MIN_FREQS},
-        "char_vocab": {str(m): len(Vocab(chars, min_freq=m)) for m in MIN_FREQS},
-        "alpha_1": zipf["1"]["alpha"],
-        "alpha_2": zipf["2"]["alpha"],
+        "word_vocab": {f"m{m}": len(Vocab([words], min_freq=m)) for m in MIN_FREQS},
+        "char_vocab": {f"m{m}": len(Vocab(chars, min_freq=m)) for m in MIN_FREQS},
+        "alpha_1": zipf["n1"]["alpha"],
+        "alpha_2": zipf["n2"]["alpha"],
     }
 
 
@@ -68,27 +72,31 @@ def other_corpora(*, small: bool = False, seed: int = 0) -> TopicResult:
         found[name] = _measure(words[:n_words])
     main = next(iter(found))
     rows = [
-        f"{name}: words {m['word_vocab']['1']} / {m['word_vocab']['2']} / "
-        f"{m['word_vocab']['5']}, characters {m['char_vocab']['1']} / {m['char_vocab']['5']}, "
+        f"{name}: words {m['word_vocab']['m1']} / {m['word_vocab']['m2']} / "
+        f"{m['word_vocab']['m5']}, characters {m['char_vocab']['m1']} / {m['char_vocab']['m5']}, "
         f"Zipf {m['alpha_1']:.2f} (1-grams), {m['alpha_2']:.2f} (2-grams)"
         for name, m in found.items()
     ]
-    gen_en, gen_fr = found["generated English (toy grammar)"], found["generated French (toy grammar)"]
+    gen_en, gen_fr = (
+        found["generated English (toy grammar)"],
+        found["generated French (toy grammar)"],
+    )
     values = {
         "main": main,
         "words": n_words,
         "corpora": list(found),
+        "corpus_names": "; ".join(found),
         "tatoeba_here": any(name.startswith("Tatoeba") for name in found),
         "measures": found,
         "table": "; ".join(rows),
         "first_rank": ZIPF_FIRST_RANK,
         "min_count": ZIPF_MIN_COUNT,
-        "main_word_vocab": found[main]["word_vocab"]["1"],
-        "generated_word_vocab": gen_en["word_vocab"]["1"],
+        "main_word_vocab": found[main]["word_vocab"]["m1"],
+        "generated_word_vocab": gen_en["word_vocab"]["m1"],
         "main_alpha_1": found[main]["alpha_1"],
         "main_alpha_2": found[main]["alpha_2"],
         "generated_alpha_1": gen_en["alpha_1"],
-        "french_extra_chars": gen_fr["char_vocab"]["1"] - gen_en["char_vocab"]["1"],
+        "french_extra_chars": gen_fr["char_vocab"]["m1"] - gen_en["char_vocab"]["m1"],
         "bigram_flatter_everywhere": all(m["alpha_2"] < m["alpha_1"] for m in found.values()),
     }
     finding = f"{n_words} words each: " + "; ".join(rows)

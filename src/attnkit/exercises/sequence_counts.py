@@ -50,7 +50,7 @@ def zipf_exponents(words: Sequence[str], orders=(1, 2, 3)) -> dict[str, dict]:
     for n in orders:
         counts = ngram_counts(words, n)
         alpha, last = zipf_exponent(counts)
-        found[str(n)] = {"alpha": alpha, "last_rank": last, "types": len(counts)}
+        found[f"n{n}"] = {"alpha": alpha, "last_rank": last, "types": len(counts)}
     return found
 
 
@@ -66,17 +66,17 @@ def vocab_min_freq(*, small: bool = False, seed: int = 0) -> TopicResult:
     chars = tokenize(lines, "char")
     counts = collections.Counter(w for line in words for w in line)
     n_tokens = sum(counts.values())
-    word_sizes = {str(m): len(Vocab(words, min_freq=m)) for m in MIN_FREQS}
-    char_sizes = {str(m): len(Vocab(chars, min_freq=m)) for m in MIN_FREQS}
+    word_sizes = {f"m{m}": len(Vocab(words, min_freq=m)) for m in MIN_FREQS}
+    char_sizes = {f"m{m}": len(Vocab(chars, min_freq=m)) for m in MIN_FREQS}
     # the vocabulary is <unk> plus every word seen at least min_freq times
     identity = all(
-        word_sizes[str(m)] == 1 + sum(c >= m for c in counts.values()) for m in MIN_FREQS
+        word_sizes[f"m{m}"] == 1 + sum(c >= m for c in counts.values()) for m in MIN_FREQS
     )
     hapaxes = sum(c == 1 for c in counts.values())
-    coverage = {str(m): sum(c for c in counts.values() if c >= m) / n_tokens for m in MIN_FREQS}
+    coverage = {f"m{m}": sum(c for c in counts.values() if c >= m) / n_tokens for m in MIN_FREQS}
     fig = plot_curves(
-        {"words": [word_sizes[str(m)] for m in MIN_FREQS[1:]],
-         "characters": [char_sizes[str(m)] for m in MIN_FREQS[1:]]},
+        {"words": [word_sizes[f"m{m}"] for m in MIN_FREQS[1:]],
+         "characters": [char_sizes[f"m{m}"] for m in MIN_FREQS[1:]]},
         "min_freq", "vocabulary size", x=list(MIN_FREQS[1:]), logy=True, figsize=(4.5, 3),
     )  # fmt: skip
     fig.axes[0].set_xscale("log")
@@ -89,10 +89,10 @@ def vocab_min_freq(*, small: bool = False, seed: int = 0) -> TopicResult:
         "hapaxes": hapaxes,
         "hapax_share_of_types": hapaxes / len(counts),
         "hapax_share_of_tokens": hapaxes / n_tokens,
-        "drop_1_to_2": word_sizes["1"] - word_sizes["2"],
+        "drop_1_to_2": word_sizes["m1"] - word_sizes["m2"],
         "size_is_unk_plus_frequent_words": identity,
         "token_coverage": coverage,
-        "kept_at_10": word_sizes["10"] / word_sizes["1"],
+        "kept_at_10": word_sizes["m10"] / word_sizes["m1"],
     }
     finding = (
         f"{name}: word vocabulary by min_freq "
@@ -116,18 +116,18 @@ def ngram_storage(*, small: bool = False, seed: int = 0) -> TopicResult:
     distinct, singletons, by_prefix = {}, {}, {}
     for n in (1, 2, 3, 4):
         counts = ngram_counts(words, n)
-        distinct[str(n)] = len(counts)
-        singletons[str(n)] = sum(c == 1 for c in counts.values()) / len(counts)
-        by_prefix[str(n)] = [len(ngram_counts(words[: n_tokens * q // 4], n)) / (n_tokens * q // 4)
+        distinct[f"n{n}"] = len(counts)
+        singletons[f"n{n}"] = sum(c == 1 for c in counts.values()) / len(counts)
+        by_prefix[f"n{n}"] = [len(ngram_counts(words[: n_tokens * q // 4], n)) / (n_tokens * q // 4)
                              for q in (1, 2, 4)]  # fmt: skip
-    vocab = distinct["1"]
+    vocab = distinct["n1"]
     values = {
         "corpus": name,
         "tokens": n_tokens,
         "distinct": distinct,
         "total_counts": sum(distinct.values()),
         "position_bound": sum(n_tokens - n + 1 for n in (1, 2, 3, 4)),
-        "fraction_of_positions": {n: d / (n_tokens - int(n) + 1) for n, d in distinct.items()},
+        "fraction_of_positions": {n: d / (n_tokens - int(n[1:]) + 1) for n, d in distinct.items()},
         "singleton_share": singletons,
         "distinct_per_token_by_prefix": by_prefix,
         "log10_vocab_power_4": 4 * math.log10(vocab),
@@ -151,7 +151,7 @@ def zipf(*, small: bool = False, seed: int = 0) -> TopicResult:
     found = zipf_exponents(words)
     freqs = {n: sorted(ngram_counts(words, n).values(), reverse=True) for n in (1, 2, 3)}
     fig = plot_curves(
-        {f"{n}-grams (α = {found[str(n)]['alpha']:.2f})": f[:5000] for n, f in freqs.items()},
+        {f"{n}-grams (α = {found[f'n{n}']['alpha']:.2f})": f[:5000] for n, f in freqs.items()},
         "rank", "count", x=list(range(1, 5001)), logy=True, figsize=(4.5, 3),
     )  # fmt: skip
     fig.axes[0].set_xscale("log")
@@ -163,11 +163,11 @@ def zipf(*, small: bool = False, seed: int = 0) -> TopicResult:
         "min_count": ZIPF_MIN_COUNT,
         "fits": found,
         "alpha": alphas,
-        "decreasing": alphas["1"] > alphas["2"] > alphas["3"],
-        "top_counts": {n: f[:3] for n, f in ((str(k), v) for k, v in freqs.items())},
+        "decreasing": alphas["n1"] > alphas["n2"] > alphas["n3"],
+        "top_counts": {f"n{n}": f[:3] for n, f in freqs.items()},
     }
     finding = f"{name}: Zipf exponents " + ", ".join(
-        f"{n}-grams {a:.2f} (ranks {ZIPF_FIRST_RANK}-{found[n]['last_rank']})"
+        f"{n[1:]}-grams {a:.2f} (ranks {ZIPF_FIRST_RANK}-{found[n]['last_rank']})"
         for n, a in alphas.items()
     )
     return TopicResult("sequence_counts_zipf", finding, values, {"ranks": fig})

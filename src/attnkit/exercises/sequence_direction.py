@@ -50,10 +50,10 @@ def reading_direction(*, small: bool = False, seed: int = 0) -> TopicResult:
     alphabet = len(set(text))
     fwd_train, bwd_train, fwd_test, bwd_test = {}, {}, {}, {}
     for n in ORDERS:
-        fwd_train[str(n)] = _bits_per_char(train, train, n, 0.0, alphabet)
-        bwd_train[str(n)] = _bits_per_char(train[::-1], train[::-1], n, 0.0, alphabet)
-        fwd_test[str(n)] = _bits_per_char(train, test, n, SMOOTHING, alphabet)
-        bwd_test[str(n)] = _bits_per_char(train[::-1], test[::-1], n, SMOOTHING, alphabet)
+        fwd_train[f"o{n}"] = _bits_per_char(train, train, n, 0.0, alphabet)
+        bwd_train[f"o{n}"] = _bits_per_char(train[::-1], train[::-1], n, 0.0, alphabet)
+        fwd_test[f"o{n}"] = _bits_per_char(train, test, n, SMOOTHING, alphabet)
+        bwd_test[f"o{n}"] = _bits_per_char(train[::-1], test[::-1], n, SMOOTHING, alphabet)
     train_gap = max(abs(fwd_train[n] - bwd_train[n]) for n in fwd_train)
     test_gap = {n: (bwd_test[n] - fwd_test[n]) / fwd_test[n] for n in fwd_test}
     values = {
@@ -68,10 +68,13 @@ def reading_direction(*, small: bool = False, seed: int = 0) -> TopicResult:
         "test_bits_backward": bwd_test,
         "test_relative_gap": test_gap,
         "largest_test_gap": max(abs(g) for g in test_gap.values()),
+        "test_fwd_5": fwd_test["o5"],
+        "test_bwd_5": bwd_test["o5"],
+        "test_fwd_2": fwd_test["o2"],
     }
     finding = (
         f"{name}: training text, forward vs backward bits/char differ by at most "
         f"{train_gap:.1e}; held out: "
-        + ", ".join(f"order {n}: {fwd_test[n]:.3f} vs {bwd_test[n]:.3f}" for n in fwd_test)
+        + ", ".join(f"order {n[1:]}: {fwd_test[n]:.3f} vs {bwd_test[n]:.3f}" for n in fwd_test)
     )
     return TopicResult("sequence_direction_reading_direction", finding, values)

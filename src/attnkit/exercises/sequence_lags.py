@@ -144,7 +144,8 @@ def lags_and_architectures(*, small: bool = False, seed: int = 0) -> TopicResult
         "lags 1-4": _lags((1, 2, 3, 4)),
         "lags 1, 2, 4, 8": _lags((1, 2, 4, 8)),
         "means of lags 1, 2-3, 4-7, 8-15": [
-            lambda w, a=a, b=b: w[:, a - 1 : b].mean(1) for a, b in ((1, 1), (2, 3), (4, 7), (8, 15))
+            lambda w, a=a, b=b: w[:, a - 1 : b].mean(1)
+            for a, b in ((1, 1), (2, 3), (4, 7), (8, 15))
         ],
     }
     four = {name: [_test_mse(*_series(s), f)[0] for s in seeds] for name, f in designs.items()}
@@ -155,7 +156,7 @@ def lags_and_architectures(*, small: bool = False, seed: int = 0) -> TopicResult
     # (4) architectures, k steps ahead (fewer seeds: the networks train)
     arch_seeds = seeds[: 2 if small else 4]
     runs = [_architectures(s, 5 if small else 10) for s in arch_seeds]
-    arch = {name: {str(k): sum(r[name][k] for r in runs) / len(runs) for k in STEPS}
+    arch = {name: {f"k{k}": sum(r[name][k] for r in runs) / len(runs) for k in STEPS}
             for name in runs[0]}  # fmt: skip
     linear_beats_mlp_64 = seed_summary(
         [r["book MLP (4-10-1)"][64] - r["linear tau=4"][64] for r in runs]
@@ -169,8 +170,13 @@ def lags_and_architectures(*, small: bool = False, seed: int = 0) -> TopicResult
     values = {
         "seeds": len(seeds),
         "noise_variance": NOISE_SD**2,
-        "mse_by_tau": {str(t): m for t, m in mse_data.items()},
-        "mse_vs_sine_by_tau": {str(t): m for t, m in mse_sine.items()},
+        "mse_by_tau": {f"tau{t}": m for t, m in mse_data.items()},
+        "mse_vs_sine_by_tau": {f"tau{t}": m for t, m in mse_sine.items()},
+        **{f"mse_tau{t}": mse_data[t] for t in TAUS},
+        "best_tau_vs_sine": min(TAUS, key=mse_sine.get),
+        "best_vs_sine": min(mse_sine.values()),
+        "mse_vs_sine_tau4": mse_sine[4],
+        "mse_vs_sine_tau64": mse_sine[64],
         "enough_lags": enough,
         "gain_4_to_16": gain_4_to_16,
         "gain_4_to_16_words": describe_seeds(gain_4_to_16),
@@ -179,14 +185,27 @@ def lags_and_architectures(*, small: bool = False, seed: int = 0) -> TopicResult
         "noise_free_mse_tau1": clean_mse[1],
         "noise_free_mse_tau2": clean_mse[2],
         "four_features_mse": four_mean,
+        "four_lags": four_mean["lags 1-4"],
+        "four_sparse": four_mean["lags 1, 2, 4, 8"],
+        "four_means": four_mean["means of lags 1, 2-3, 4-7, 8-15"],
         "means_vs_lags": means_vs_lags,
         "means_vs_lags_words": describe_seeds(means_vs_lags),
         "arch_seeds": len(arch_seeds),
         "arch_k_step_mse": arch,
+        # the same, flat, for the answers: {k_linear4[k64]}
+        **{
+            key: {f"k{k}": arch[name][f"k{k}"] for k in STEPS}
+            for key, name in (
+                ("k_linear4", "linear tau=4"),
+                ("k_linear16", "linear tau=16"),
+                ("k_mlp", "book MLP (4-10-1)"),
+                ("k_deep", "MLP 4-32-32-1"),
+            )
+        },
         "linear_vs_mlp_64": linear_beats_mlp_64,
     }
     finding = (
-        f"linear AR one-step test MSE (noise 0.04): "
+        "linear AR one-step test MSE (noise 0.04): "
         + ", ".join(f"τ={t}: {m:.4f}" for t, m in mse_data.items())
         + f"; τ = {enough} is within 1% of the best. Noise-free, τ = 2 fits with MSE "
         f"{clean_mse[2]:.1e} (coefficients {coef2[0]:.5f}, {coef2[1]:.5f}). Four features: "

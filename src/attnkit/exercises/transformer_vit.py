@@ -1,0 +1,138 @@
+"""Exercises of 1.0's section 11.8 (vision Transformer) and d2l 0.17's 10.7.6: a tiny ViT
+built from attnkit's Transformer encoder blocks (patches as tokens, a <cls> token,
+learned position embeddings). Its counted cost against the image size (11.8.1); <cls>
+against mean-pooled patches and a hyperparameter change (11.8.2, 11.8.3) on a synthetic
+image task generated in code: Fashion-MNIST is not on this machine."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from attnkit.tour.base import TopicResult, check_args, seed_summary, topic
+
+__all__ = ["TinyViT", "bars", "vit_cost", "vit_pooling"]
+
+DATA_NAME = "synthetic oriented bars (generated in code; not Fashion-MNIST)"
+
+
+class TinyViT(nn.Module):
+    """Patches (a strided convolution) -> tokens, + a <cls> token, + learned positions,
+    attnkit EncoderBlocks, then the <cls> token's vector (``pool="cls"``) or the patch
+    vectors' mean (``pool="mean"``) through LayerNorm and a linear classifier."""
+
+    def __init__(self, img: int, patch: int, classes: int, d: int = 32, layers: int = 2,
+                 heads: int = 4, pool: str = "cls") -> None:  # fmt: skip
+        super().__init__()
+        from attnkit.models.transformer import EncoderBlock, TransformerConfig
+
+        if pool not in ("cls", "mean"):
+            raise ValueError(f"pool must be 'cls' or 'mean', got {pool!r}")
+        self.pool = pool
+        self.patches = nn.Conv2d(1, d, patch, stride=patch)  # (B, 1, H, W) -> (B, d, H/p, W/p)
+        tokens = (img // patch) ** 2
+        self.cls = nn.Parameter(torch.zeros(1, 1, d))
+        self.positions = nn.Parameter(torch.randn(1, tokens + 1, d) * 0.02)
+        config = TransformerConfig(d_model=d, num_heads=heads, num_layers=layers, d_ff=2 * d,
+                                   dropout=0.0, pre_norm=True)  # fmt: skip
+        self.blocks = nn.Sequential(*(EncoderBlock(config) for _ in range(layers)))
+        self.head = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, classes))
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:  # (B, 1, H, W) -> (B, classes)
+        X = self.patches(images).flatten(2).transpose(1, 2)  # (B, tokens, d)
+        X = torch.cat([self.cls.expand(X.shape[0], -1, -1), X], 1) + self.positions
+        X = self.blocks(X)  # (B, tokens + 1, d)
+        return self.head(X[:, 0] if self.pool == "cls" else X[:, 1:].mean(1))
+
+
+def bars(count: int, img: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Images with one bar of length 5 at a random place in one of 4 orientations
+    (horizontal, vertical, diagonal, anti-diagonal) plus Gaussian noise; label = orientation."""
+    labels = torch.randint(0, 4, (count,), generator=g)
+    images = 0.3 * torch.randn(count, 1, img, img, generator=g)
+    step = torch.tensor([[0, 1], [1, 0], [1, 1], [1, -1]])[labels]  # (count, 2): (dr, dc)
+    centre = torch.randint(3, img - 3, (count, 2), generator=g)
+    t = torch.arange(-2, 3)  # 5 pixels through the centre
+    rows = centre[:, :1] + t * step[:, :1]  # (count, 5)
+    cols = centre[:, 1:] + t * step[:, 1:]
+    idx = torch.arange(count)[:, None].expand(-1, 5)
+    images[idx, 0, rows, cols] += 1.0
+    return images, labels
+
+
+@topic
+def vit_cost(*, small: bool = False, seed: int = 0) -> TopicResult:
+    """1.0's 11.8.1: counted FLOPs of one training-size forward (batch 8) of the same ViT
+    at growing image sizes, patch 4: tokens grow as (img / patch)², attention as its square."""
+    check_args(small, seed)
+    from attnkit.tour.cost import count_ops
+
+    torch.manual_seed(seed)
+    sizes = [16, 32, 64] if small else [16, 32, 64, 128]
+    rows = {}
+    for img in sizes:
+        model = TinyViT(img, 4, 10).eval()
+        x = torch.randn(8, 1, img, img)
+        tokens = (img // 4) ** 2 + 1
+        rows[str(img)] = {"tokens": tokens, "flops": count_ops(lambda m=model, x=x: m(x)).flops,
+                          "attention_weights": 8 * 4 * 2 * tokens**2}  # fmt: skip
+    a, b = rows[str(sizes[0])], rows[str(sizes[-1])]
+    values = {"sizes": sizes, "patch": 4, "costs": rows,
+              "side_growth": sizes[-1] / sizes[0],
+              "token_growth": b["tokens"] / a["tokens"],
+              "flops_growth": b["flops"] / a["flops"],
+              "flops_per_doubling": [rows[str(s2)]["flops"] / rows[str(s1)]["flops"]
+                                     for s1, s2 in zip(sizes, sizes[1:])]}  # fmt: skip
+    finding = (
+        f"ViT (d 32, 2 blocks, patch 4), images {sizes[0]}..{sizes[-1]} pixels a side: "
+        f"tokens {a['tokens']} -> {b['tokens']} ({values['token_growth']:.0f}x), counted FLOPs "
+        f"per forward {values['flops_growth']:.0f}x; each doubling of the side multiplies "
+        "them by " + ", ".join(f"{r:.1f}" for r in values["flops_per_doubling"]) + "."
+    )
+    return TopicResult("transformer_vit_vit_cost", finding, values)
+
+
+def _train(pool: str, lr: float, img: int, steps: int, seed: int, test) -> float:
+    torch.manual_seed(seed)
+    model = TinyViT(img, 4, 4, pool=pool)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    g = torch.Generator().manual_seed(seed)  # the same batches for every variant of a seed
+    for _ in range(steps):
+        x, y = bars(64, img, g)
+        loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        return float((model(test[0]).argmax(-1) == test[1]).float().mean())
+
+
+@topic
+def vit_pooling(*, small: bool = False, seed: int = 0) -> TopicResult:
+    """1.0's 11.8.2 and 11.8.3: <cls> against mean-pooled patches (lr 1e-3), and the
+    learning rate raised to 3e-3 for both, paired over seeds (same init, same batches)."""
+    check_args(small, seed)
+    img = 16
+    steps, seeds = (60, 2) if small else (200, 3)
+    test = bars(512, img, torch.Generator().manual_seed(10_000 + seed))
+    variants = {"cls": ("cls", 1e-3), "mean": ("mean", 1e-3),
+                "cls_lr3e-3": ("cls", 3e-3), "mean_lr3e-3": ("mean", 3e-3)}  # fmt: skip
+    acc = {k: [_train(p, lr, img, steps, seed + s, test) for s in range(seeds)]
+           for k, (p, lr) in variants.items()}  # fmt: skip
+    mean_vs_cls = seed_summary([m - c for m, c in zip(acc["mean"], acc["cls"])])
+    lr_gain = seed_summary(
+        [a - b for k in ("cls", "mean") for a, b in zip(acc[f"{k}_lr3e-3"], acc[k])]
+    )
+    values = {"data": DATA_NAME, "image": img, "patch": 4, "steps": steps, "seeds": seeds,
+              "test_images": 512, "accuracy": acc,
+              "mean_accuracy": {k: sum(v) / len(v) for k, v in acc.items()},
+              "mean_vs_cls": mean_vs_cls, "lr_gain": lr_gain}  # fmt: skip
+    finding = (
+        f"{DATA_NAME}, {img}x{img}, 4 classes, {steps} steps, {seeds} seeds, 512 test images: "
+        "mean accuracy "
+        + ", ".join(f"{k} {v:.2f}" for k, v in values["mean_accuracy"].items())
+        + f"; mean pooling above <cls> in {mean_vs_cls['agree']}/{seeds} seeds, lr 3e-3 above "
+        f"1e-3 in {lr_gain['agree']}/{lr_gain['n']} pairs."
+    )
+    return TopicResult("transformer_vit_vit_pooling", finding, values)
