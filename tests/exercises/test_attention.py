@@ -145,12 +145,12 @@ def test_11_2_3_unit_sphere_gaussian_is_dot_product():
 
 def test_11_2_4_width_rate_depends_on_dimension():
     v = values("1.0/11.2.4")
-    assert abs(v["width_exponent"]["1"] + 0.2) < 0.05
-    assert abs(v["mse_exponent"]["1"] + 0.8) < 0.1
-    assert v["mse_exponent"]["3"] > v["mse_exponent"]["1"]  # slower in higher dimension
+    assert abs(v["width_exponent"]["d1"] + 0.2) < 0.05
+    assert abs(v["mse_exponent"]["d1"] + 0.8) < 0.1
+    assert v["mse_exponent"]["d3"] > v["mse_exponent"]["d1"]  # slower in higher dimension
     for i in range(len(v["sizes"])):
-        assert v["best_mse"]["1"][i] < v["best_mse"]["2"][i] < v["best_mse"]["3"][i]
-        assert v["best_width"]["1"][i] < v["best_width"]["2"][i] < v["best_width"]["3"][i]
+        assert v["best_mse"]["d1"][i] < v["best_mse"]["d2"][i] < v["best_mse"]["d3"][i]
+        assert v["best_width"]["d1"][i] < v["best_width"]["d2"][i] < v["best_width"]["d3"][i]
 
 
 def test_11_3_1_distance_attention_from_key_norms():

@@ -117,7 +117,7 @@ def test_9_3_4_mixing_authors():
     assert v["cross_minus_own"]["A"]["agree"] == v["seeds"]
     assert v["cross_minus_own"]["B"]["agree"] == v["seeds"]
     assert v["mixed_over_cross_max"] < 1.0
-    assert v["mixed_over_own_max"] < 1.1
+    assert v["mixed_over_own_max"] > 1.0
 
 
 def test_9_4_1_directions_of_different_widths():

@@ -99,6 +99,7 @@ def test_9_7_5_lstm_costs_more_and_trains():
     log_v = math.log(300)  # about the target vocabulary: the loss of uniform guesses
     assert v["train_loss_last"]["lstm"] < log_v / 2 and v["train_loss_last"]["base"] < log_v / 2
     assert v["diff"]["n"] == v["seeds"] and len(v["lstm"]) == v["seeds"]
+    assert v["diff"]["agree"] == 0  # equal epochs: the GRU fits faster on every seed
 
 
 def test_9_8_1_never_pruning_beam_is_exhaustive():
@@ -131,4 +132,4 @@ def test_9_8_3_beam_beats_greedy_on_score_and_repeats():
     lp = v["log_prob"]
     assert lp["sampled"] < lp["greedy"] < lp["beam8"]
     rep = v["repeated_4grams"]
-    assert rep["greedy"] > rep["sampled"] + 0.2 and rep["beam8"] > rep["sampled"] + 0.2
+    assert rep["beam8"] >= rep["greedy"] and rep["beam8"] > rep["sampled"] + 0.2

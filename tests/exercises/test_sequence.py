@@ -76,6 +76,7 @@ def test_8_2_2_vocab_size_against_min_freq():
     assert v["drop_1_to_2"] == v["hapaxes"] == w["m1"] - w["m2"] > 0
     sizes = [w[f"m{m}"] for m in (1, 2, 3, 5, 10, 20, 50, 100)]
     assert all(a > b for a, b in itertools.pairwise(sizes))
+    assert abs(v["removed_at_3"] - (1 - w["m3"] / w["m1"])) < 1e-12 and v["removed_at_3"] > 0.3
     coverage = v["token_coverage"]
     assert coverage["m2"] > 0.9 and abs(coverage["m2"] - (1 - v["hapax_share_of_tokens"])) < 1e-12
     assert v["char_vocab"]["m1"] == 28 and v["char_vocab"]["m100"] >= 26
@@ -126,5 +127,9 @@ def test_1_0_9_2_3_other_corpora():
     assert 0.8 < v["main_alpha_1"] < 1.3
     assert v["bigram_flatter_everywhere"] is True
     assert v["generated_word_vocab"] < v["main_word_vocab"] / 5
-    assert v["french_extra_chars"] > 0
+    assert v["french_extra_chars"] > 0 and v["english_accented"] == 0
+    assert v["generated_alpha_2"] > v["main_alpha_2"] + 0.1
+    assert v["generated_french_vocab"] > v["generated_word_vocab"]
+    lo, hi = v["natural_alpha_1"]
+    assert 0.8 < lo <= v["main_alpha_1"] <= hi < 1.3
     assert len(v["corpora"]) >= 3 and v["tatoeba_here"] is False  # small: no fra.txt read

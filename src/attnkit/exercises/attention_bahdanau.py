@@ -166,7 +166,7 @@ def bahdanau_variants(*, small: bool = False, seed: int = 0) -> TopicResult:
     from attnkit.tour.translation import RNN_SIZES, _teacher_forced_ops
 
     sizes = dict(RNN_SIZES)
-    pairs, epochs, seeds = (400, 2, 1) if small else (1000, 6, 3)
+    pairs, epochs, seeds = (600, 3, 1) if small else (1000, 6, 3)
     data = load_translation_data(None, num_pairs=pairs, seed=seed, max_len=10)
     variants = ("gru", "lstm", "gru_dot")
     bleu: dict[str, list[float]] = {v: [] for v in variants}
@@ -186,6 +186,7 @@ def bahdanau_variants(*, small: bool = False, seed: int = 0) -> TopicResult:
                                                       sizes).parameters()) for v in variants}  # fmt: skip
     values = {
         "data": f"generated English-French pairs ({len(data.train)} training)",
+        "data_zh": f"生成的英法句对（{len(data.train)} 对用于训练）",
         "epochs": epochs,
         "seeds": seeds,
         "hidden": sizes["num_hiddens"],

@@ -109,6 +109,7 @@ def per_key_width(*, small: bool = False, seed: int = 0) -> TopicResult:
             if 0 < i < len(x_train) - 1 else float("nan") for i in range(len(x_train))]  # fmt: skip
     values = {
         "data": "the book's 50 noisy points of 2 sin x + x^0.8 (noise sd 0.5), test grid 0:5:0.1",
+        "data_zh": "书中 2 sin x + x^0.8 的 50 个带噪声的点（噪声标准差 0.5），测试网格 0:5:0.1",
         "seeds": seeds,
         "steps": steps,
         "parameters": len(widths),

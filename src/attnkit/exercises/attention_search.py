@@ -82,6 +82,7 @@ def search_engine(*, small: bool = False, seed: int = 0) -> TopicResult:
     keyword = float((hit.float() / ties).mean())
     values = {
         "data": f"synthetic: {docs} documents of {doc_len} words from {words}, each word with a synonym",
+        "data_zh": f"合成数据：{docs} 个文档，每个由 {words} 个词中的 {doc_len} 个组成，每个词有一个同义词",
         "documents": docs,
         "test_queries": len(test_t),
         "chance": 1 / docs,

@@ -72,6 +72,7 @@ def loo_width(*, small: bool = False, seed: int = 0) -> TopicResult:
     fig.axes[0].set_xscale("log")
     values = {
         "data": "the book's 50 noisy points of 2 sin x + x^0.8 (noise sd 0.5), test grid 0:5:0.1",
+        "data_zh": "书中 2 sin x + x^0.8 的 50 个带噪声的点（噪声标准差 0.5），测试网格 0:5:0.1",
         "seeds": seeds,
         "chosen_widths": chosen,
         "median_width": sorted(chosen)[seeds // 2],
@@ -125,6 +126,7 @@ def more_data(*, small: bool = False, seed: int = 0) -> TopicResult:
     }
     values = {
         "data": "the book's function 2 sin x + x^0.8, noise sd 0.5, x uniform on [0, 5]",
+        "data_zh": "书中的函数 2 sin x + x^0.8，噪声标准差 0.5，x 在 [0, 5] 上均匀分布",
         "sizes": sizes,
         "n_first": sizes[0],
         "n_last": sizes[-1],
@@ -184,6 +186,7 @@ def sgd_width(*, small: bool = False, seed: int = 0) -> TopicResult:
                                zip(out["with_self"]["test"], out["leave_one_out"]["test"])])  # fmt: skip
     values = {
         "data": "the book's 50 noisy points of 2 sin x + x^0.8 (noise sd 0.5)",
+        "data_zh": "书中 2 sin x + x^0.8 的 50 个带噪声的点（噪声标准差 0.5）",
         "seeds": seeds,
         "steps": steps,
         "mean": mean,
@@ -283,23 +286,24 @@ def width_rate(*, small: bool = False, seed: int = 0) -> TopicResult:
 
     values = {
         "data": "y = sum_j sin(2 pi x_j) + N(0, 0.25), x uniform on [0, 1]^d, tested on [0.25, 0.75]^d",
+        "data_zh": "y = sum_j sin(2 pi x_j) + N(0, 0.25)，x 在 [0, 1]^d 上均匀分布，在 [0.25, 0.75]^d 上测试",
         "sizes": sizes,
         "dims": dims,
         "reps": reps,
-        "best_width": {str(d): best_h[d] for d in dims},
-        "best_mse": {str(d): best_mse[d] for d in dims},
-        "width_exponent": {str(d): slope(best_h[d]) for d in dims},
-        "mse_exponent": {str(d): slope(best_mse[d]) for d in dims},
-        "theory_width_exponent": {str(d): -1 / (d + 4) for d in dims},
-        "theory_mse_exponent": {str(d): -4 / (d + 4) for d in dims},
+        "best_width": {f"d{d}": best_h[d] for d in dims},
+        "best_mse": {f"d{d}": best_mse[d] for d in dims},
+        "width_exponent": {f"d{d}": slope(best_h[d]) for d in dims},
+        "mse_exponent": {f"d{d}": slope(best_mse[d]) for d in dims},
+        "theory_width_exponent": {f"d{d}": -1 / (d + 4) for d in dims},
+        "theory_mse_exponent": {f"d{d}": -4 / (d + 4) for d in dims},
     }
     fig = plot_curves({f"d = {d}": best_mse[d] for d in dims}, "training examples n",
                       "test MSE at the best width", x=sizes, logy=True,
                       title="higher dimension, slower convergence")  # fmt: skip
     fig.axes[0].set_xscale("log")
     finding = "; ".join(
-        f"d = {d}: h* exponent {values['width_exponent'][str(d)]:.3f} (theory "
-        f"{-1 / (d + 4):.3f}), MSE exponent {values['mse_exponent'][str(d)]:.3f} (theory "
+        f"d = {d}: h* exponent {values['width_exponent'][f'd{d}']:.3f} (theory "
+        f"{-1 / (d + 4):.3f}), MSE exponent {values['mse_exponent'][f'd{d}']:.3f} (theory "
         f"{-4 / (d + 4):.3f})"
         for d in dims
     )

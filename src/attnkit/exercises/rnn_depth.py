@@ -23,13 +23,13 @@ def deeper_rnn(*, small: bool = False, seed: int = 0) -> TopicResult:
             model = make_lm(len(vocab), 64, seed=seed, num_layers=layers)
             run = train_char_lm(model, train, steps=steps, lr=lr, optimizer=opt, seed=seed)
             model.eval()
-            ppl[opt][str(layers)] = evaluate_perplexity(model, held)
-            max_norm[opt][str(layers)] = max(run["norms"])
+            ppl[opt][f"layers{layers}"] = evaluate_perplexity(model, held)
+            max_norm[opt][f"layers{layers}"] = max(run["norms"])
     values = {
         "data": name, "steps": steps, "perplexity": ppl, "max_grad_norm": max_norm,
-        "sgd_deep_minus_shallow": ppl["sgd"]["3"] - ppl["sgd"]["1"],
-        "adam_deep_minus_shallow": ppl["adam"]["3"] - ppl["adam"]["1"],
-        "deep_sgd_minus_adam": ppl["sgd"]["3"] - ppl["adam"]["3"],
+        "sgd_deep_minus_shallow": ppl["sgd"]["layers3"] - ppl["sgd"]["layers1"],
+        "adam_deep_minus_shallow": ppl["adam"]["layers3"] - ppl["adam"]["layers1"],
+        "deep_sgd_minus_adam": ppl["sgd"]["layers3"] - ppl["adam"]["layers3"],
     }  # fmt: skip
     finding = (
         f"{name}, {steps} steps, held-out perplexity by layers 1/3: SGD lr 1 "

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from attnkit.exercises.rnn_lm import reference_model, reference_size
+from attnkit.exercises.rnn_lm import evaluate_perplexity, reference_model, reference_size
 from attnkit.inference.sampling import next_token_probs
 from attnkit.tour.base import TopicResult, topic
 
@@ -70,7 +70,7 @@ def sampling_vs_greedy(*, small: bool = False, seed: int = 0) -> TopicResult:
     values = {
         "data": name, "length": length, "prefixes": B, "steps": reference_size(small)["steps"],
         "distinct_4grams": distinct, "model_perplexity": model_ppl, "looping": periods,
-        "samples": texts,
+        "samples": texts, "held_out_perplexity": evaluate_perplexity(model, held),
     }  # fmt: skip
     finding = (
         f"{B} prefixes from {name}, {length} characters each: distinct 4-grams "

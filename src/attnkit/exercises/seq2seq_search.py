@@ -181,11 +181,11 @@ def char_lm_search(*, small: bool = False, seed: int = 0) -> TopicResult:
     from attnkit.training.lm import train_lm
 
     name, lines = corpora.text_lines(small)
-    corpus, vocab = load_corpus(lines, "char", 20000 if small else 100000)
+    corpus, vocab = load_corpus(lines, "char", 20000 if small else 60000)
     torch.manual_seed(seed)
     model = build_lm("gru", len(vocab), 64)
     loader = LMDataLoader(corpus, 32, 32, seed=seed)
-    hist = train_lm(model, loader, num_epochs=4 if small else 8, lr=0.01, optimizer="adam",
+    hist = train_lm(model, loader, num_epochs=4 if small else 6, lr=0.01, optimizer="adam",
                     progress=False)  # fmt: skip
     model.eval()
     steps = 40

@@ -93,6 +93,7 @@ def vocab_min_freq(*, small: bool = False, seed: int = 0) -> TopicResult:
         "size_is_unk_plus_frequent_words": identity,
         "token_coverage": coverage,
         "kept_at_10": word_sizes["m10"] / word_sizes["m1"],
+        "removed_at_3": 1 - word_sizes["m3"] / word_sizes["m1"],
     }
     finding = (
         f"{name}: word vocabulary by min_freq "

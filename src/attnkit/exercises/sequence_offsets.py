@@ -41,7 +41,7 @@ def offset_coverage(*, small: bool = False, seed: int = 0) -> TopicResult:
     check_args(small, seed)
     from attnkit.viz import plot_curves
 
-    epochs = 500 if small else 4000
+    epochs = 500 if small else 2000
     read, starts = _coverage(epochs, seed, circular=False)
     read_c, _ = _coverage(epochs, seed + 1, circular=True)
     middle = slice(2 * NUM_STEPS, N_TOKENS - 2 * NUM_STEPS)

@@ -115,6 +115,7 @@ def additive_cost(*, small: bool = False, seed: int = 0) -> TopicResult:
     last = rows[str(lengths[-1])]
     values = {"lengths": lengths, "hidden": hidden, "costs": rows,
               "written_ratio_longest": last["written_ratio"],
+              "written_ratio_shortest": rows[str(lengths[0])]["written_ratio"],
               "total_ratio_longest": last["total_ratio"], "longest": lengths[-1]}  # fmt: skip
     finding = (
         f"Additive attention (hidden {hidden}) writes a (B, n, n, {hidden}) tensor of q + k "
@@ -138,7 +139,7 @@ def decoder_only_cost(*, small: bool = False, seed: int = 0) -> TopicResult:
     torch.manual_seed(seed)
     d, L, V = 64, 2, 100
     encdec = build_model("transformer", {"d_model": d, "num_heads": 4, "num_layers": L,
-                                         "d_ff": 4 * d, "dropout": 0.0}, V, V).eval()  # fmt: skip
+                                         "d_ff": 4 * d, "dropout": 0.0, "max_len": 4096}, V, V).eval()  # fmt: skip
     deconly = DecoderLMConfig(vocab_size=V, d_model=d, num_heads=4, num_layers=2 * L,
                               ffn_hidden=4 * d, dropout=0.0, context_length=4096,
                               positions="rope").build().eval()  # fmt: skip

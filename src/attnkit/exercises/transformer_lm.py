@@ -152,7 +152,7 @@ def head_importance(*, small: bool = False, seed: int = 0) -> TopicResult:
         "base_loss": base, "head_loss_increase": drops,
         "largest_increase": [max(d) for d in drops], "smallest_increase": [min(d) for d in drops],
         "prune_least_increase": prune_low, "prune_most_increase": prune_high,
-        "prune_gap": gap, "gradient_rank_correlation": grad_corr,
+        "prune_gap": gap, "gradient_rank_correlation": grad_corr, "gradient_min": min(grad_corr),
     }  # fmt: skip
     finding = (
         f"{L} layers x {H} heads, {steps} steps, {seeds} seeds ({DATA_NAME}): held-out loss "
@@ -189,20 +189,19 @@ def deeper_stacks(*, small: bool = False, seed: int = 0) -> TopicResult:
                             for s in range(seed, seed + seeds)]  # fmt: skip
     block = flops["2"] - flops["1"]  # one block's FLOPs
     deeper_better = seed_summary([a - b for a, b in zip(loss["2"], loss["4"])])
+    mean_loss = [sum(loss[str(d)]) / seeds for d in depths]
     values = {
-        "data": DATA_NAME, "steps": steps, "seeds": seeds, "flops": flops, "params": params,
+        "data": DATA_NAME, "steps": steps, "seeds": seeds, "depths": list(depths),
+        "flops": [flops[str(d)] for d in depths], "params": [params[str(d)] for d in depths],
         "flops_per_block": block, "flops_4_over_1": flops["4"] / flops["1"],
-        "heldout_loss": loss,
-        "mean_loss": {k: sum(v) / len(v) for k, v in loss.items()},
-        "four_vs_two": deeper_better, "one_vs_two": seed_summary(
-            [a - b for a, b in zip(loss["1"], loss["2"])]),
+        "heldout_loss": loss, "mean_loss": mean_loss, "four_vs_two": deeper_better,
     }  # fmt: skip
     finding = (
         f"Blocks 1/2/4 (d_model 32, {steps} steps, {seeds} seeds, {DATA_NAME}): counted "
         f"forward FLOPs per batch of 32 x {CONTEXT} "
         + "/".join(f"{flops[str(d)]:,}" for d in depths)
         + f" (each block adds {block:,}); held-out loss mean "
-        + "/".join(f"{values['mean_loss'][str(d)]:.3f}" for d in depths)
+        + "/".join(f"{x:.3f}" for x in mean_loss)
         + f" nats; 4 blocks below 2 in {deeper_better['agree']}/{seeds} seeds."
     )
     return TopicResult("transformer_lm_deeper_stacks", finding, values)

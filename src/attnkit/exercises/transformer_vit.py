@@ -98,7 +98,7 @@ def _train(pool: str, lr: float, img: int, steps: int, seed: int, test) -> float
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     g = torch.Generator().manual_seed(seed)  # the same batches for every variant of a seed
     for _ in range(steps):
-        x, y = bars(64, img, g)
+        x, y = bars(32, img, g)
         loss = nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
@@ -110,20 +110,17 @@ def _train(pool: str, lr: float, img: int, steps: int, seed: int, test) -> float
 
 @topic
 def vit_pooling(*, small: bool = False, seed: int = 0) -> TopicResult:
-    """1.0's 11.8.2 and 11.8.3: <cls> against mean-pooled patches (lr 1e-3), and the
-    learning rate raised to 3e-3 for both, paired over seeds (same init, same batches)."""
+    """1.0's 11.8.2 and 11.8.3: <cls> against mean-pooled patches (lr 1e-3), and <cls>
+    with the learning rate raised to 3e-3, paired over seeds (same init, same batches)."""
     check_args(small, seed)
     img = 16
-    steps, seeds = (60, 2) if small else (200, 3)
+    steps, seeds = (100, 1) if small else (150, 3)
     test = bars(512, img, torch.Generator().manual_seed(10_000 + seed))
-    variants = {"cls": ("cls", 1e-3), "mean": ("mean", 1e-3),
-                "cls_lr3e-3": ("cls", 3e-3), "mean_lr3e-3": ("mean", 3e-3)}  # fmt: skip
+    variants = {"cls": ("cls", 1e-3), "mean": ("mean", 1e-3), "cls_lr3e-3": ("cls", 3e-3)}
     acc = {k: [_train(p, lr, img, steps, seed + s, test) for s in range(seeds)]
            for k, (p, lr) in variants.items()}  # fmt: skip
     mean_vs_cls = seed_summary([m - c for m, c in zip(acc["mean"], acc["cls"])])
-    lr_gain = seed_summary(
-        [a - b for k in ("cls", "mean") for a, b in zip(acc[f"{k}_lr3e-3"], acc[k])]
-    )
+    lr_gain = seed_summary([a - b for a, b in zip(acc["cls_lr3e-3"], acc["cls"])])
     values = {"data": DATA_NAME, "image": img, "patch": 4, "steps": steps, "seeds": seeds,
               "test_images": 512, "accuracy": acc,
               "mean_accuracy": {k: sum(v) / len(v) for k, v in acc.items()},
