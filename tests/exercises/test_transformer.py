@@ -3,6 +3,7 @@ small size (seed 0)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from tests.shared_runs import values
@@ -55,7 +56,7 @@ def test_10_7_2_additive_attention_writes_far_more():
 def test_10_7_3_an_unmasked_lm_cheats_and_cannot_generate():
     v = values("10.7.3")
     causal, unmasked = v["causal"], v["unmasked"]
-    assert unmasked["train_loss"] < 0.5 * causal["train_loss"]
+    assert unmasked["train_loss"] < causal["train_loss"] - 0.5
     assert unmasked["generation_loss"] > causal["generation_loss"] + 1
     assert causal["generation_loss"] < v["unigram_loss"] < unmasked["generation_loss"]
 
@@ -89,7 +90,7 @@ def test_1_0_11_8_1_vit_cost_grows_faster_than_its_tokens():
     v = values("1.0/11.8.1")
     assert v["token_growth"] == ((v["sizes"][-1] // 4) ** 2 + 1) / ((v["sizes"][0] // 4) ** 2 + 1)
     steps = v["flops_per_doubling"]
-    assert all(r > 4 for r in steps) and all(a < b for a, b in zip(steps, steps[1:]))
+    assert all(r > 4 for r in steps) and all(a < b for a, b in itertools.pairwise(steps))
     assert v["flops_growth"] > v["token_growth"]
 
 

@@ -147,7 +147,7 @@ def decoder_only_cost(*, small: bool = False, seed: int = 0) -> TopicResult:
     rows = {}
     for n in lengths:
         src, tgt = torch.randint(0, V, (1, n)), torch.randint(0, V, (1, n))
-        ed = count_ops(lambda s=src, t=tgt: encdec(s, t, torch.tensor([n])))
+        ed = count_ops(lambda s=src, t=tgt, n=n: encdec(s, t, torch.tensor([n])))
         do = count_ops(lambda s=src, t=tgt: deconly(torch.cat([s, t], 1)))
         # attention weights per head: encoder S², decoder T² + T S; decoder-only (S + T)²
         rows[str(n)] = {"encdec_flops": ed.flops, "deconly_flops": do.flops,

@@ -113,7 +113,7 @@ def head_importance(*, small: bool = False, seed: int = 0) -> TopicResult:
     from attnkit.viz import show_heatmaps
 
     train, held, V = _data(small)
-    steps, seeds = (80, 2) if small else (250, 3)
+    steps, seeds = (80, 1) if small else (250, 3)
     config = _config(V)
     L, H = config.num_layers, config.num_heads
     base, drops, prune_low, prune_high, grad_corr = [], [], [], [], []
@@ -162,7 +162,7 @@ def head_importance(*, small: bool = False, seed: int = 0) -> TopicResult:
         + ", ".join(f"{p:.3f}" for p in prune_low)
         + ", the most important "
         + ", ".join(f"{p:.3f}" for p in prune_high)
-        + f" nats; gradient importance ranks the heads as ablation does with Spearman "
+        + " nats; gradient importance ranks the heads as ablation does with Spearman "
         + ", ".join(f"{c:.2f}" for c in grad_corr)
         + "."
     )
@@ -176,7 +176,7 @@ def deeper_stacks(*, small: bool = False, seed: int = 0) -> TopicResult:
     from attnkit.tour.cost import count_ops
 
     train, held, V = _data(small)
-    steps, seeds = (40, 1) if small else (200, 2)
+    steps, seeds = (20, 1) if small else (150, 2)
     depths = (1, 2, 4)
     x = held[: 32 * CONTEXT].view(32, CONTEXT)  # one batch of 32 windows
     flops, params, loss = {}, {}, {}
@@ -196,6 +196,12 @@ def deeper_stacks(*, small: bool = False, seed: int = 0) -> TopicResult:
         "flops_per_block": block, "flops_4_over_1": flops["4"] / flops["1"],
         "heldout_loss": loss, "mean_loss": mean_loss, "four_vs_two": deeper_better,
     }  # fmt: skip
+    if deeper_better["agree"] == seeds:
+        values["verdict"] = "at this size, the deeper stack does reach a lower loss in every seed"
+        values["verdict_zh"] = "在这个规模上，更深的堆叠在每个种子上都达到了更低的损失"
+    else:
+        values["verdict"] = "at this size, the deeper stack is not better in every seed"
+        values["verdict_zh"] = "在这个规模上，更深的堆叠并非在每个种子上都更好"
     finding = (
         f"Blocks 1/2/4 (d_model 32, {steps} steps, {seeds} seeds, {DATA_NAME}): counted "
         f"forward FLOPs per batch of 32 x {CONTEXT} "

@@ -6,6 +6,8 @@ image task generated in code: Fashion-MNIST is not on this machine."""
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 from torch import nn
 
@@ -82,7 +84,7 @@ def vit_cost(*, small: bool = False, seed: int = 0) -> TopicResult:
               "token_growth": b["tokens"] / a["tokens"],
               "flops_growth": b["flops"] / a["flops"],
               "flops_per_doubling": [rows[str(s2)]["flops"] / rows[str(s1)]["flops"]
-                                     for s1, s2 in zip(sizes, sizes[1:])]}  # fmt: skip
+                                     for s1, s2 in itertools.pairwise(sizes)]}  # fmt: skip
     finding = (
         f"ViT (d 32, 2 blocks, patch 4), images {sizes[0]}..{sizes[-1]} pixels a side: "
         f"tokens {a['tokens']} -> {b['tokens']} ({values['token_growth']:.0f}x), counted FLOPs "
