@@ -99,3 +99,18 @@ def test_1_0_11_9_4_decoder_only_costs_more_for_a_pair():
     assert v["ratio_longest"] > 1.5
     assert v["ratio_longest"] > v["ratio_shortest"]
     assert math.isclose(v["weights_ratio"], 8 / 3)
+
+
+def test_1_0_11_8_2_mean_pooling_is_behind_cls_at_this_budget():
+    v = values("1.0/11.8.2")
+    assert v["mean_vs_cls"]["agree"] == 0 and v["mean_vs_cls"]["n"] == v["seeds"]
+    assert v["mean_accuracy"]["mean"] < v["mean_accuracy"]["cls"]
+
+
+def test_1_0_11_8_3_every_cls_model_learns_and_the_lr_gain_is_paired():
+    v = values("1.0/11.8.3")
+    assert v["cls_models_worst"] > 0.3
+    acc = v["accuracy"]
+    diffs = [a - b for a, b in zip(acc["cls_lr3e-3"], acc["cls"], strict=True)]
+    assert math.isclose(v["lr_gain"]["mean"], sum(diffs) / len(diffs), abs_tol=1e-12)
+    assert v["lr_gain"]["n"] == v["seeds"]

@@ -166,7 +166,7 @@ def bahdanau_variants(*, small: bool = False, seed: int = 0) -> TopicResult:
     from attnkit.tour.translation import RNN_SIZES, _teacher_forced_ops
 
     sizes = dict(RNN_SIZES)
-    pairs, epochs, seeds = (600, 3, 1) if small else (1000, 6, 3)
+    pairs, epochs, seeds = (600, 3, 1) if small else (800, 6, 3)
     data = load_translation_data(None, num_pairs=pairs, seed=seed, max_len=10)
     variants = ("gru", "lstm", "gru_dot")
     bleu: dict[str, list[float]] = {v: [] for v in variants}

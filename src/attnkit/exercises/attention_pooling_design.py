@@ -58,7 +58,7 @@ def per_key_width(*, small: bool = False, seed: int = 0) -> TopicResult:
     )
     from attnkit.viz import show_heatmaps
 
-    seeds, steps = (4, 100) if small else (10, 300)
+    seeds, steps = (4, 100) if small else (10, 150)
     mse = {"per_key": [], "single_w": [], "book": []}
     for s in range(seed, seed + seeds):
         data = make_nw_data(seed=s)

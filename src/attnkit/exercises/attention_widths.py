@@ -154,8 +154,8 @@ def sgd_width(*, small: bool = False, seed: int = 0) -> TopicResult:
     check_args(small, seed)
     from attnkit.viz import plot_curves
 
-    steps = 150 if small else 300
-    seeds = 3 if small else 10
+    steps = 150 if small else 200
+    seeds = 3 if small else 8
     out: dict[str, dict[str, list[float]]] = {
         k: {"width": [], "train": [], "test": []} for k in ("with_self", "leave_one_out")
     }

@@ -79,7 +79,7 @@ def vit_cost(*, small: bool = False, seed: int = 0) -> TopicResult:
         rows[str(img)] = {"tokens": tokens, "flops": count_ops(lambda m=model, x=x: m(x)).flops,
                           "attention_weights": 8 * 4 * 2 * tokens**2}  # fmt: skip
     a, b = rows[str(sizes[0])], rows[str(sizes[-1])]
-    values = {"sizes": sizes, "patch": 4, "costs": rows,
+    values = {"sizes": sizes, "largest": sizes[-1], "patch": 4, "costs": rows,
               "side_growth": sizes[-1] / sizes[0],
               "token_growth": b["tokens"] / a["tokens"],
               "flops_growth": b["flops"] / a["flops"],
@@ -126,7 +126,23 @@ def vit_pooling(*, small: bool = False, seed: int = 0) -> TopicResult:
     values = {"data": DATA_NAME, "image": img, "patch": 4, "steps": steps, "seeds": seeds,
               "test_images": 512, "accuracy": acc,
               "mean_accuracy": {k: sum(v) / len(v) for k, v in acc.items()},
-              "mean_vs_cls": mean_vs_cls, "lr_gain": lr_gain}  # fmt: skip
+              "mean_vs_cls": mean_vs_cls, "lr_gain": lr_gain,
+              "cls_models_worst": min(acc["cls"] + acc["cls_lr3e-3"])}  # fmt: skip
+    if mean_vs_cls["agree"] == 0:
+        values["pool_verdict"] = "<cls> is ahead of mean pooling in every seed"
+        values["pool_verdict_zh"] = "<cls> 在每个种子上都领先于平均汇聚"
+    elif mean_vs_cls["agree"] == seeds:
+        values["pool_verdict"] = "mean pooling is ahead of <cls> in every seed"
+        values["pool_verdict_zh"] = "平均汇聚在每个种子上都领先于 <cls>"
+    else:
+        values["pool_verdict"] = "neither is ahead in every seed"
+        values["pool_verdict_zh"] = "两者都不是在每个种子上领先"
+    if lr_gain["agree"] == seeds:
+        values["lr_verdict"] = "the larger learning rate helps in every seed"
+        values["lr_verdict_zh"] = "更大的学习率在每个种子上都有帮助"
+    else:
+        values["lr_verdict"] = "the larger learning rate does not help in every seed"
+        values["lr_verdict_zh"] = "更大的学习率并非在每个种子上都有帮助"
     finding = (
         f"{DATA_NAME}, {img}x{img}, 4 classes, {steps} steps, {seeds} seeds, 512 test images: "
         "mean accuracy "
