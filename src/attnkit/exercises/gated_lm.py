@@ -30,7 +30,7 @@ __all__ = [
 def lm_size(small: bool) -> dict:
     """The sizes the experiments of this module share (one place to change them)."""
     return {"num_hiddens": 32 if small else 64, "num_steps": 10 if small else 16,
-            "batch_size": 32, "steps": 50 if small else 200, "lr": 0.01,
+            "batch_size": 32, "steps": 50 if small else 150, "lr": 0.01,
             "max_tokens": 30000 if small else 200000}  # fmt: skip
 
 
