@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkit._validate import one_of
+from attnkit.exercises.corpora import fra_path, time_machine_path
 from attnkit.exercises.registry import LANGS, Exercise, exercises, section_title
 from attnkit.exercises.run import ExerciseRun, json_ready, run_exercise
 from attnkit.tour.base import TopicResult
@@ -45,6 +46,22 @@ _HEAD = {
     ),
 }
 _RUN = {"en": "Run", "zh": "运行"}
+# what the run read: (The Time Machine present?, Tatoeba fra.txt present?)
+_DATA = {
+    "en": {
+        True: ("Data: *The Time Machine* ($ATTNKIT_TIMEMACHINE) ", "and Tatoeba's fra.txt "
+               "($ATTNKIT_FRA) were on the machine, so the full-size runs read them where an "
+               "exercise reads text or translation data; each answer names the data it used."),
+        False: ("Data: *The Time Machine* was not on the machine (the built-in corpus stood in) ",
+                "and fra.txt was not (generated pairs stood in); each answer names its data."),
+    },
+    "zh": {
+        True: ("数据：《时间机器》（$ATTNKIT_TIMEMACHINE）", "和 Tatoeba 的 fra.txt（$ATTNKIT_FRA）都在本机，"
+               "凡读取文本或翻译数据的练习在完整规模下都用了它们；每个解答都写明所用的数据。"),
+        False: ("数据：《时间机器》不在本机（以内置语料代替），", "fra.txt 也不在（以生成的句对代替）；"
+                "每个解答都写明所用的数据。"),
+    },
+}  # fmt: skip
 
 
 def cpu_name() -> str:
@@ -93,6 +110,7 @@ def write_book(folder: str | Path, *, seed: int = 0, small: bool = False) -> lis
         + (f" --seed {seed}" if seed else ""),
         "cpu": cpu_name(),
         "seconds": round(time.perf_counter() - t0, 1),
+        "data": {"time_machine": time_machine_path() is not None, "fra": fra_path() is not None},
         "exercises": {
             r.exercise.key: {
                 "values": json_ready(r.values),
@@ -126,6 +144,9 @@ def render_book(record: dict[str, Any], lang: str = "en") -> str:
         + ").",
         "",
     ]
+    data = record.get("data", {})
+    lines += [_DATA[lang][bool(data.get("time_machine"))][0]
+              + _DATA[lang][bool(data.get("fra"))][1], ""]  # fmt: skip
     current = None
     for e in every:
         heading = section_title(e, lang)

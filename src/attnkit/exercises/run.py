@@ -5,6 +5,7 @@ formatted with the measured values, and the report, plain or JSON.
 
 from __future__ import annotations
 
+import _string
 import importlib
 import json
 import math
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkit._validate import boolean, non_negative_int, one_of
+from attnkit.exercises.glossary import to_zh
 from attnkit.exercises.registry import EDITIONS, LANGS, Exercise, find_exercise, section_title
 from attnkit.tour.base import TopicResult
 
@@ -74,8 +76,9 @@ def _short(value: Any, width: int = 60) -> str:
 class _Values(string.Formatter):
     """``str.format`` over a result's values; a missing key names the exercise."""
 
-    def __init__(self, exercise: Exercise) -> None:
+    def __init__(self, exercise: Exercise, lang: str = "en") -> None:
         self.exercise = exercise
+        self.lang = lang
 
     def get_value(self, key, args, kwargs):
         if isinstance(key, str) and key not in kwargs:
@@ -84,6 +87,24 @@ class _Values(string.Formatter):
                 f"experiment ({self.exercise.experiment}) does not return"
             )
         return super().get_value(key, args, kwargs)
+
+    def get_field(self, field_name, args, kwargs):
+        """As ``str.format``, but a value read back from JSON formats as it did live: a
+        dict's int key (``{mse[1]}``) also finds the key "1", and "nan"/"inf" are floats."""
+        first, rest = _string.formatter_field_name_split(field_name)
+        obj = self.get_value(first, args, kwargs)
+        for is_attr, index in rest:
+            if is_attr:
+                obj = getattr(obj, index)
+                continue
+            if isinstance(obj, dict) and index not in obj and str(index) in obj:
+                index = str(index)
+            obj = obj[index]
+        if isinstance(obj, str) and obj in ("nan", "inf", "-inf"):
+            obj = float(obj)
+        elif isinstance(obj, str) and self.lang == "zh":
+            obj = to_zh(obj)  # a data name or seed summary the experiment wrote in English
+        return obj, first
 
 
 @dataclass
@@ -100,7 +121,9 @@ class ExerciseRun:
     def answer(self, lang: str = "en") -> str:
         """The answer in ``lang`` with the measured values filled in."""
         one_of("lang", lang, LANGS)
-        return _Values(self.exercise).vformat(self.exercise.answer_template(lang), (), self.values)
+        return _Values(self.exercise, lang).vformat(
+            self.exercise.answer_template(lang), (), self.values
+        )
 
     def asserted(self) -> list[dict[str, Any]]:
         """The claims a test asserts, each with the value that carries it."""

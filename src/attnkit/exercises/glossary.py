@@ -1,0 +1,58 @@
+"""English text that experiments return as values (data names, ``describe_seeds``
+summaries), put into Chinese when an answer is formatted in Chinese.
+
+An answer template reads measured numbers and, sometimes, a phrase an experiment wrote
+(which text it read, how many seeds agreed). The Chinese answer would otherwise carry
+those phrases in English; ``to_zh`` translates the known ones: whole names first, the
+longest first, then the seed summary's sentence pattern. Unknown text is left as it is
+(generated samples, PyTorch's error messages: quoted as they are).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["PHRASES", "to_zh"]
+
+# English phrase -> Chinese, as the experiments write them
+PHRASES = {
+    "the built-in corpus (Python's reference topics)": "内置语料（Python 语言参考的各主题文本）",
+    "The Time Machine": "《时间机器》",
+    "Tatoeba fra.txt (the book's data)": "Tatoeba 的 fra.txt（本书的数据）",
+    "generated English-French pairs (attnkit.data.synthetic_fr)": "attnkit 生成的英法句对",
+    "generated English-French pairs": "attnkit 生成的英法句对",
+    "French side of generated pairs (attnkit.data.synthetic_fr), spaces removed":
+        "生成句对的法语一侧（去掉空格）",
+    "the Python standard library's docstrings": "Python 标准库的文档字符串",
+    "docstrings of Python's standard library": "Python 标准库的文档字符串",
+    "the English side of attnkit's generated corpus, as characters":
+        "attnkit 生成语料的英语一侧（按字符）",
+    "synthetic oriented bars (generated in code; not Fashion-MNIST)":
+        "合成的有向条纹图像（由代码生成；不是 Fashion-MNIST）",
+    "generated English (toy grammar)": "生成的英语（玩具语法）",
+    "generated French (toy grammar)": "生成的法语（玩具语法）",
+    "Tatoeba English (fra.txt)": "Tatoeba 英语（fra.txt）",
+    "Tatoeba French (fra.txt)": "Tatoeba 法语（fra.txt）",
+    " training)": " 对用于训练）",
+}  # fmt: skip
+_SEEDS = re.compile(
+    r"(\d+)/(\d+) seeds \(difference mean (\S+?)(?: ([A-Za-z]+))?, sd ([^,]+), min ([^;]+); "
+    r"chance of (\S+) or more with no effect ([^;]+); chance that a new set of (\d+) seeds "
+    r"has one the other way ([^)]+)\)"
+)
+
+
+def _seeds(m: re.Match) -> str:
+    agree, n, mean, unit, sd, low, k, p, n2, p_fail = m.groups()
+    unit = f" {unit}" if unit else ""
+    return (
+        f"{agree}/{n} 个种子（差值均值 {mean}{unit}，标准差 {sd}，最小 {low}；若无效应，"
+        f"出现 {k} 或更多的概率为 {p}；新取 {n2} 个种子时至少有一个方向相反的概率为 {p_fail}）"
+    )
+
+
+def to_zh(text: str) -> str:
+    """``text`` with every known phrase and seed summary in Chinese."""
+    for english in sorted(PHRASES, key=len, reverse=True):
+        text = text.replace(english, PHRASES[english])
+    return _SEEDS.sub(_seeds, text)
