@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +102,15 @@ def test_an_answer_whose_values_are_missing_is_refused():
     record = {"date": "2026-01-01", "command": "c", "cpu": "x", "seconds": 1.0, "exercises": {}}
     with pytest.raises(ValueError, match=r"exercise [0-9.]+: its answer reads the value"):
         render_book(record, "en")  # an experiment's answer without its values is refused
+
+
+def test_render_book_writes_both_pages_from_the_record(tmp_path, capsys):
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    shutil.copy(docs / "exercises.json", tmp_path / "exercises.json")
+    assert main(["exercises", "--render-book", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.split() == [
+        str(tmp_path / "exercises.md"),
+        str(tmp_path / "exercises.zh.md"),
+    ]
+    for name in ("exercises.md", "exercises.zh.md"):
+        assert (tmp_path / name).read_text() == (docs / name).read_text()

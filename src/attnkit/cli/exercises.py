@@ -33,13 +33,19 @@ def register(sub) -> None:
     p.add_argument("--small", action="store_true", help="small, fast sizes (as the tests)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--book", default=None, help="with 'all': write the answer book into DIR")
+    p.add_argument(
+        "--render-book",
+        default=None,
+        metavar="DIR",
+        help="render DIR/exercises*.md again from DIR/exercises.json (no experiment runs)",
+    )
     p.set_defaults(func=_main)
 
 
 def _main(a) -> int:
     from attnkit._validate import one_of
     from attnkit.exercises import EDITIONS, LANGS, exercises, find_exercise
-    from attnkit.exercises.book import run_all, write_book
+    from attnkit.exercises.book import rerender_book, run_all, write_book
 
     one_of("--edition", a.edition, EDITIONS)
     one_of("--lang", a.lang, LANGS)
@@ -48,6 +54,10 @@ def _main(a) -> int:
         width = max(len(e.label(a.edition)) for e in rows)
         for e in rows:
             print(f"{e.label(a.edition):<{width}}  {e.kind:<10}  {e.status:<8}  {e.short(a.lang)}")
+        return 0
+    if a.render_book is not None:
+        for path in rerender_book(a.render_book):
+            print(path)
         return 0
     if a.exercise is None:
         raise ValueError("name an exercise (attnkit exercises --list), 'all', or pass --list")

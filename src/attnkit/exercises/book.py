@@ -22,7 +22,7 @@ from attnkit.exercises.registry import LANGS, Exercise, exercises, section_title
 from attnkit.exercises.run import ExerciseRun, json_ready, run_exercise
 from attnkit.tour.base import TopicResult
 
-__all__ = ["BOOK_COMMAND", "cpu_name", "render_book", "run_all", "write_book"]
+__all__ = ["BOOK_COMMAND", "cpu_name", "render_book", "rerender_book", "run_all", "write_book"]
 
 BOOK_COMMAND = "attnkit exercises all --book docs"
 _HEAD = {
@@ -122,6 +122,18 @@ def write_book(folder: str | Path, *, seed: int = 0, small: bool = False) -> lis
     }
     paths = [folder / "exercises.json"]
     paths[0].write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    for lang, name in (("en", "exercises.md"), ("zh", "exercises.zh.md")):
+        paths.append(folder / name)
+        paths[-1].write_text(render_book(record, lang), encoding="utf-8")
+    return paths
+
+
+def rerender_book(folder: str | Path) -> list[Path]:
+    """Render ``folder/exercises.md`` and ``exercises.zh.md`` again from the run recorded
+    in ``folder/exercises.json`` (after an answer's wording changed, not its values)."""
+    folder = Path(folder)
+    record = json.loads((folder / "exercises.json").read_text(encoding="utf-8"))
+    paths = []
     for lang, name in (("en", "exercises.md"), ("zh", "exercises.zh.md")):
         paths.append(folder / name)
         paths[-1].write_text(render_book(record, lang), encoding="utf-8")
