@@ -48,7 +48,10 @@ def _int8_product_from(work: int):
         int8.INT8_MIN_WORK = saved
 
 
-def test_the_row_count_picks_the_product(monkeypatch):
+@pytest.mark.parametrize("exact", [True, False])
+def test_the_row_count_and_the_cpu_pick_the_product(monkeypatch, exact):
+    """int8 from 33 rows where the CPU's int8 product is exact (VNNI/AMX); never where
+    it is not (AVX2's saturating pair sums), whatever the rows."""
     layer = Int8Linear(nn.Linear(256, 4000))  # 1,024,000 weights: int8 from 33 rows
     calls = []
     real = torch.ops.onednn.qlinear_pointwise
@@ -58,10 +61,11 @@ def test_the_row_count_picks_the_product(monkeypatch):
         lambda *a: calls.append(a[0].shape[0]) or real(*a),
         raising=False,
     )
+    monkeypatch.setattr(int8, "exact_int8_product", lambda: exact)
     with torch.no_grad():
         for rows in (1, 32, 33, 64):
             layer(torch.randn(rows, 256))
-    assert calls == [33, 64]
+    assert calls == ([33, 64] if exact else [])
 
 
 @settings(max_examples=40, deadline=None)

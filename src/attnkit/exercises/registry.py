@@ -165,6 +165,8 @@ def find_exercise(exercise_id: str, edition: str = "0.17") -> Exercise:
     if not isinstance(exercise_id, str):
         raise TypeError(f"exercise_id must be a str, got {type(exercise_id).__name__}")
     one_of("edition", edition, EDITIONS)
+    if exercise_id.strip() in _load()[0] and exercise_id.startswith("1.0/"):
+        return _load()[0][exercise_id.strip()]  # a 1.0-only exercise's key, in any numbering
     wanted = exercise_id.strip().removeprefix("1.0/")
     labels: dict[str, Exercise] = {}
     for e in exercises(edition):

@@ -26,7 +26,7 @@ from torch import Tensor, nn
 
 from attnkit.inference import prepacked
 
-__all__ = ["INT8_MIN_WORK", "Int8Linear", "available", "quantize_int8"]
+__all__ = ["INT8_MIN_WORK", "Int8Linear", "available", "exact_int8_product", "quantize_int8"]
 
 _TINY = torch.finfo(torch.float32).tiny
 
@@ -51,6 +51,19 @@ def available() -> bool:
         except (AttributeError, RuntimeError, NotImplementedError):
             _available = False
     return _available
+
+
+def exact_int8_product() -> bool:
+    """Whether this CPU multiplies uint8 by int8 exactly (VNNI or AMX). Without them
+    oneDNN's AVX2 kernel sums pairs of products in saturating 16-bit lanes
+    (vpmaddubsw), so a product can be off by far more than the rounding bound (measured
+    on a 2026-11-28 AVX2-only EPYC: outputs beyond the bound, a trained translator's next
+    tokens 79% unchanged); there the float product of the same int8 weights runs."""
+    cpu = getattr(torch, "cpu", None)
+    return any(
+        bool(getattr(cpu, name, lambda: False)())
+        for name in ("_is_vnni_supported", "_is_amx_tile_supported")
+    )
 
 
 class Int8Linear(nn.Module):
@@ -95,7 +108,8 @@ class Int8Linear(nn.Module):
         x = input.reshape(-1, self.in_features)  # (N, D_in)
         if x.shape[0] == 0:
             return input.new_zeros(*input.shape[:-1], self.out_features)
-        if x.shape[0] * self.weight.numel() < INT8_MIN_WORK:  # few rows: the float product
+        if x.shape[0] * self.weight.numel() < INT8_MIN_WORK or not exact_int8_product():
+            # few rows, or a CPU whose int8 product is not exact: the float product
             out = prepacked.linear(x, self.weight, self._float_packed, self.bias)
             return out.reshape(*input.shape[:-1], self.out_features)
         # each row scaled to [-127, 127] by its own largest value, stored around 128

@@ -60,6 +60,22 @@ def available() -> bool:
     return _available
 
 
+_bf16: bool | None = None
+
+
+def _bf16_packing() -> bool:
+    """Whether oneDNN lays out bf16 weights here: it needs avx_ne_convert or AVX-512
+    (bw, vl, dq); an AVX2-only CPU refuses with a RuntimeError (checked once)."""
+    global _bf16
+    if _bf16 is None:
+        try:
+            torch.ops.mkldnn._reorder_linear_weight(torch.ones(8, 8, dtype=torch.bfloat16), 1)
+            _bf16 = True
+        except (AttributeError, RuntimeError, NotImplementedError):
+            _bf16 = False
+    return _bf16
+
+
 def _probe() -> bool:
     if not torch.backends.mkldnn.is_available():
         return False
@@ -133,6 +149,7 @@ class PrepackedLinear(nn.Linear):
             or torch.is_autocast_enabled("cpu")
             or input.dtype is not weight.dtype
             or weight.dtype not in _DTYPES
+            or (weight.dtype is torch.bfloat16 and not _bf16_packing())
             or input.device.type != "cpu"
             or weight.device.type != "cpu"
             or input.dim() < 2
