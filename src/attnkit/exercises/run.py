@@ -27,7 +27,7 @@ __all__ = ["ExerciseRun", "experiment_function", "json_ready", "run_exercise"]
 _WORDS = {
     "en": {"question": "Question", "answer": "Answer", "asserted": "Asserted by its test",
            "see": "See also"},
-    "zh": {"question": "问题", "answer": "解答", "asserted": "测试断言", "see": "另见"},
+    "zh": {"question": "问题", "answer": "解答", "asserted": "测试断言（以英文写成）", "see": "另见"},
 }  # fmt: skip
 
 
@@ -157,11 +157,12 @@ class ExerciseRun:
         other = f" (1.0: {', '.join(e.ids_1_0)})" if e.id and e.ids_1_0 else ""
         lines = [f"### {label}{other or (' (d2l 1.0)' if e.id is None else '')} · "
                  f"{e.kind} · {e.status}", ""]  # fmt: skip
-        lines += [f"**{w['question']}.** {e.question_in(lang)}", ""]
-        lines += [f"**{w['answer']}.** {self.answer(lang)}", ""]
+        stop = "：" if lang == "zh" else "."
+        lines += [f"**{w['question']}{stop}** {e.question_in(lang)}", ""]
+        lines += [f"**{w['answer']}{stop}** {self.answer(lang)}", ""]
         lines += [f"![{label} {Path(f).name}]({f})\n" for f in figures]
         if e.claims:
-            lines += [f"*{w['asserted']}:*", ""]
+            lines += [f"*{w['asserted']}{'：' if lang == 'zh' else ':'}*", ""]
             lines += [f"- {claim} (`{key}`)" for key, claim in e.claims] + [""]
         if e.see:
             lines += [f"*{w['see']}:* {', '.join(e.see)}", ""]
