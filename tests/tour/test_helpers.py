@@ -183,3 +183,27 @@ def test_range_spread_and_batched_experiments_check_their_arguments():
             fn(seeds=0, steps=1)
         with pytest.raises(TypeError, match="steps must be a positive int"):
             fn(seeds=1, steps=1.5)
+
+
+def test_fit_window_net_trains_and_rejects_bad_sizes():
+    import torch
+    from torch import nn
+
+    from attnkit.tour.recurrent import fit_window_net
+
+    g = torch.Generator().manual_seed(0)
+    features = torch.randn(64, 2, generator=g)
+    labels = features.sum(1, keepdim=True)  # a linear target the net can fit
+    torch.manual_seed(0)
+    net = nn.Linear(2, 1)
+    with torch.no_grad():
+        before = float(nn.functional.mse_loss(net(features), labels))
+    fit_window_net(net, features, labels, 48, 30, g)
+    with torch.no_grad():
+        assert float(nn.functional.mse_loss(net(features), labels)) < before / 10
+    with pytest.raises(ValueError, match=r"n_train must be in \[1, 64\].*got 65"):
+        fit_window_net(net, features, labels, 65, 1, g)
+    with pytest.raises(ValueError, match="epochs"):
+        fit_window_net(net, features, labels, 8, 0, g)
+    with pytest.raises(ValueError, match="features must have 2 dims"):
+        fit_window_net(net, features[:, 0], labels, 8, 1, g)

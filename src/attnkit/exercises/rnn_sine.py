@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from attnkit.tour.base import TopicResult, topic
-from attnkit.tour.recurrent import autoregressive
+from attnkit.tour.recurrent import autoregressive, fit_window_net
 
 __all__ = ["rnn_autoregressive"]
 
@@ -41,14 +41,7 @@ def rnn_autoregressive(*, small: bool = False, seed: int = 0) -> TopicResult:
     labels = x[tau:].reshape(-1, 1)
     torch.manual_seed(seed)
     net = _SineRNN(16)
-    opt = torch.optim.Adam(net.parameters(), lr=0.01)
-    for _ in range(5 if small else 10):
-        perm = torch.randperm(n_train, generator=g)
-        for i in range(0, n_train, 16):
-            idx = perm[i : i + 16]
-            opt.zero_grad()
-            nn.functional.mse_loss(net(features[idx]), labels[idx]).backward()
-            opt.step()
+    fit_window_net(net, features, labels, n_train, 5 if small else 10, g)
     steps = (1, 4, 16, 64)
     n = T - tau - steps[-1] + 1
     cols = [x[i : i + n] for i in range(tau)]

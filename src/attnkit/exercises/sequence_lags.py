@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit.tour.base import TopicResult, check_args, describe_seeds, seed_summary, topic
+from attnkit.tour.recurrent import fit_window_net
 
 __all__ = ["lags_and_architectures"]
 
@@ -62,17 +63,8 @@ def _train_net(net: nn.Module, x: Tensor, tau: int, epochs: int, seed: int) -> n
     xf = x.float()
     feats = torch.stack([xf[i : T - tau + i] for i in range(tau)], 1)  # (T - tau, tau)
     labels = xf[tau:, None]
-    n_fit = N_TRAIN - tau
     g = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(net.parameters(), lr=0.01)
-    for _ in range(epochs):
-        perm = torch.randperm(n_fit, generator=g)
-        for i in range(0, n_fit, 16):
-            idx = perm[i : i + 16]
-            opt.zero_grad()
-            nn.functional.mse_loss(net(feats[idx]), labels[idx]).backward()
-            opt.step()
-    return net
+    return fit_window_net(net, feats, labels, N_TRAIN - tau, epochs, g)
 
 
 def _k_step_mse(predict, x: Tensor, tau: int) -> dict[int, float]:

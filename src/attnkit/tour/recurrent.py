@@ -19,7 +19,7 @@ from attnkit.tour.base import (
     topic,
 )
 
-__all__ = ["autoregressive", "bptt", "clipping_divergence", "randomized_grad"]
+__all__ = ["autoregressive", "bptt", "clipping_divergence", "fit_window_net", "randomized_grad"]
 
 
 def randomized_grad(
@@ -216,6 +216,36 @@ def clipping_divergence(*, seeds: int, steps: int, lrs: tuple[float, ...] = (0.1
     }  # fmt: skip
 
 
+def fit_window_net(
+    net: nn.Module,
+    features: Tensor,
+    labels: Tensor,
+    n_train: int,
+    epochs: int,
+    generator: torch.Generator,
+) -> nn.Module:
+    """The book's training of a window model: Adam (lr 0.01), MSE, minibatches of 16
+    drawn by ``generator`` from the first ``n_train`` rows of ``features`` (N, tau) and
+    ``labels`` (N, 1), for ``epochs`` passes. Returns ``net``, trained in place."""
+    check_tensor("features", features, 2)
+    check_tensor("labels", labels, 2)
+    if not 1 <= n_train <= min(len(features), len(labels)):
+        raise ValueError(
+            f"n_train must be in [1, {min(len(features), len(labels))}] (the rows of "
+            f"features and labels), got {n_train}"
+        )
+    positive_int("epochs", epochs)
+    opt = torch.optim.Adam(net.parameters(), lr=0.01)
+    for _ in range(epochs):
+        perm = torch.randperm(n_train, generator=generator)
+        for i in range(0, n_train, 16):
+            idx = perm[i : i + 16]
+            opt.zero_grad()
+            nn.functional.mse_loss(net(features[idx]), labels[idx]).backward()
+            opt.step()
+    return net
+
+
 @topic
 def autoregressive(*, small: bool = False, seed: int = 0) -> TopicResult:
     """The book's noisy sine, a τ = 4 MLP, and its k-step-ahead predictions."""
@@ -230,14 +260,7 @@ def autoregressive(*, small: bool = False, seed: int = 0) -> TopicResult:
     labels = x[tau:].reshape(-1, 1)
     torch.manual_seed(seed)
     net = nn.Sequential(nn.Linear(tau, 10), nn.ReLU(), nn.Linear(10, 1))
-    opt = torch.optim.Adam(net.parameters(), lr=0.01)
-    for _ in range(5 if small else 10):
-        perm = torch.randperm(n_train, generator=g)
-        for i in range(0, n_train, 16):
-            idx = perm[i : i + 16]
-            opt.zero_grad()
-            nn.functional.mse_loss(net(features[idx]), labels[idx]).backward()
-            opt.step()
+    fit_window_net(net, features, labels, n_train, 5 if small else 10, g)
     steps = (1, 4, 16, 64)
     max_k = steps[-1]
     # k-step-ahead: column i holds x_{t+i} for i < tau, then predictions
