@@ -21,6 +21,8 @@ differently in batches of other sizes; float32 decoding does not.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import Tensor, nn
 
@@ -53,6 +55,7 @@ def available() -> bool:
     return _available
 
 
+@functools.cache  # asked on every large call: the CPU does not change
 def exact_int8_product() -> bool:
     """Whether this CPU multiplies uint8 by int8 exactly (VNNI or AMX). Without them
     oneDNN's AVX2 kernel sums pairs of products in saturating 16-bit lanes
