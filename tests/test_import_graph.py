@@ -92,8 +92,10 @@ LAYERS = [
     ("checkpoint", "cpu_memory", "metrics", "viz", "distributed"),  # foundation
     ("attention", "data"),
     ("models",),
+    ("convert",),  # other formats' checkpoints (Hugging Face) in and out of attnkit's models
     ("inference",),
     ("training",),
+    ("views",),  # the attention views drawn inline in notebooks and by the explorer
     ("tour", "serve", "d2l"),  # applications over the core
     ("exercises",),  # the book's exercises, answered with the tour's experiments
     ("",),  # the package root: attnkit/__init__.py re-exports the public API
