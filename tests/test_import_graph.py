@@ -152,7 +152,7 @@ def test_the_layer_check_finds_an_upward_and_a_sibling_import():
     }
     assert _upward_imports(graph) == [
         "attnkit.attention.masking (layer 2) imports attnkit.data.text (layer 2)",
-        "attnkit.data.subword (layer 2) imports attnkit.training.engine (layer 5)",
+        "attnkit.data.subword (layer 2) imports attnkit.training.engine (layer 6)",
     ]
 
 
