@@ -120,7 +120,7 @@ def test_info_and_the_other_tasks_endpoint(lm_client, client, lm_checkpoint):
         "task": "language-model", "arch": "transformer", "tokenizer": "char",
         "model_config": {"d_model": 16, "num_heads": 2, "num_layers": 2, "ffn_hidden": 32,
                          "dropout": 0.0, "context_length": 32, "positions": "rope",
-                         "bias": False},
+                         "bias": False, "activation": "gelu", "norm_eps": 1e-5},
         "vocab_size": info["vocab_size"], "context_length": 32, "max_chars": 200,
         "max_new_tokens": 30, "device": "cpu",
     }  # fmt: skip

@@ -5,8 +5,14 @@ H heads, Hkv key/value heads, Dh = D / H, F ffn_hidden, V vocabulary, L layers.
 
     x = Embed(ids)  [+ P(positions) for sinusoidal or learned]         (B, T, D)
     per block:  x = x + Drop(Attn(LN(x)))          causal; RoPE or ALiBi inside; GQA
-                x = x + Drop(W_2 GELU(W_1 LN(x)))  position-wise, D -> F -> D
+                x = x + Drop(W_2 act(W_1 LN(x)))   position-wise, D -> F -> D
     logits = LN(x) Eᵀ                                                   (B, T, V), E tied
+
+``act`` is the ``activation`` field (``attnkit.models.activations``): exact GELU by default
+(nanoGPT's), ``gelu-tanh`` for GPT-2's own ("gelu_new"), ``relu`` or ``silu``. The LayerNorms
+take ``norm_eps`` (1e-5, GPT-2's and torch's); ``bias`` puts biases in the linear layers and
+the LayerNorms both (GPT-2 has them everywhere). A GPT-2 folder maps onto this model
+(``attnkit.convert.gpt2``): learned positions, ``bias=True``, ``activation="gelu-tanh"``.
 
 The attention is attnkit's ``MultiHeadAttention`` (fused W_qkv, PyTorch's fused kernel with
 ``is_causal``), so every position scheme of ``attention.positional.POSITIONS`` and grouped-
@@ -34,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnkit._validate import boolean, optional, positive_int, probability
+from attnkit._validate import boolean, optional, positive_int, probability, real
 from attnkit.attention.dropout import Dropout
 from attnkit.attention.kv_cache import KVCache
 from attnkit.attention.multihead import MultiHeadAttention
@@ -45,6 +51,7 @@ from attnkit.attention.positional import (
     input_positions,
 )
 from attnkit.attention.recording import record_attention
+from attnkit.models.activations import ACTIVATIONS, activation_module, check_activation
 from attnkit.models.seq2seq import check_tokens
 
 __all__ = ["DecoderLM", "DecoderLMBlock", "DecoderLMCache", "DecoderLMConfig", "build_decoder_lm"]
@@ -77,6 +84,9 @@ class DecoderLMConfig:
     context_length: int = _field(128, "positions the model attends at once", flag="--context")
     positions: str = _field("rope", "the position scheme", choices=POSITIONS)
     bias: bool = _field(False, "biases in the linear layers and LayerNorms (GPT-2 has them)")
+    activation: str = _field("gelu", "the feed-forward activation (gelu-tanh: GPT-2's)",
+                             choices=ACTIVATIONS)  # fmt: skip
+    norm_eps: float = _field(1e-5, "the LayerNorms' epsilon", flag=None)
 
     def __post_init__(self) -> None:
         optional(positive_int, "DecoderLMConfig.vocab_size", self.vocab_size)
@@ -95,6 +105,8 @@ class DecoderLMConfig:
         probability("DecoderLMConfig.dropout", self.dropout)
         check_positions("DecoderLMConfig.positions", self.positions)
         boolean("DecoderLMConfig.bias", self.bias)
+        check_activation("DecoderLMConfig.activation", self.activation)
+        real("DecoderLMConfig.norm_eps", self.norm_eps, above=0.0)
         if self.positions == "rope" and (self.d_model // self.num_heads) % 2:
             raise ValueError(
                 "DecoderLMConfig.positions='rope' needs an even head width d_model / num_heads, "
@@ -109,7 +121,7 @@ class DecoderLMConfig:
     @classmethod
     def from_dict(cls, config: Mapping[str, Any]) -> DecoderLMConfig:
         """The model fields of ``config`` (a checkpoint's: other keys are ignored, missing
-        ones take their defaults)."""
+        ones take their defaults, so checkpoints written before a field load as before)."""
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in config.items() if k in names})
 
@@ -153,15 +165,15 @@ class DecoderLMBlock(nn.Module):
     def __init__(self, config: DecoderLMConfig) -> None:
         super().__init__()
         c = config
-        self.norm1 = nn.LayerNorm(c.d_model, bias=c.bias)  # over D
+        self.norm1 = nn.LayerNorm(c.d_model, c.norm_eps, bias=c.bias)  # over D
         self.attention = MultiHeadAttention(
             c.d_model, c.num_heads, c.dropout, c.bias, num_kv_heads=c.kv_heads,
             positions=c.positions,
         )  # fmt: skip  # W_qkv (D + 2 Hkv Dh, D), W_o (D, D)
-        self.norm2 = nn.LayerNorm(c.d_model, bias=c.bias)  # over D
+        self.norm2 = nn.LayerNorm(c.d_model, c.norm_eps, bias=c.bias)  # over D
         self.ffn = nn.Sequential(
             nn.Linear(c.d_model, c.ffn_hidden, bias=c.bias),  # D -> F
-            nn.GELU(),  # exact (erf) GELU, as GPT-2 and nanoGPT
+            activation_module(c.activation),  # default exact (erf) GELU as nanoGPT; GPT-2: tanh
             nn.Linear(c.ffn_hidden, c.d_model, bias=c.bias),  # F -> D
         )
         self.dropout = Dropout(c.dropout)  # on each residual branch
@@ -220,7 +232,7 @@ class DecoderLM(nn.Module):
         self.input_positions = input_positions(c.positions, c.d_model, c.context_length)
         self.dropout = Dropout(c.dropout)  # on embeddings (+ positions)
         self.blocks = nn.ModuleList(DecoderLMBlock(c) for _ in range(c.num_layers))  # L blocks
-        self.final_norm = nn.LayerNorm(c.d_model, bias=c.bias)  # over D
+        self.final_norm = nn.LayerNorm(c.d_model, c.norm_eps, bias=c.bias)  # over D
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -329,7 +341,7 @@ class DecoderLM(nn.Module):
         c = self.config
         return (
             f"positions={c.positions!r}, heads={c.num_heads}, kv_heads={c.kv_heads}, "
-            f"context_length={c.context_length}"
+            f"context_length={c.context_length}, activation={c.activation!r}"
         )
 
 
