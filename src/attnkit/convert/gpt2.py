@@ -1,0 +1,256 @@
+"""A Hugging Face GPT-2 folder as attnkit's own decoder-only language model.
+
+    model = gpt2_model("path/to/gpt2")               # DecoderLM, eval mode (config + weights)
+    model, tokenizer, hf = load_gpt2("gpt2")          # + the byte-level BPE (a hub name: fetched)
+    import_gpt2("gpt2", "runs/gpt2")                  # an attnkit LM checkpoint folder
+
+GPT-2 is attnkit's ``DecoderLM`` with learned positions, biases everywhere, GPT-2's tanh
+GELU (``gelu_new``), LayerNorm epsilon ``layer_norm_epsilon``, tied input/output
+embeddings and a final LayerNorm. Shape legend: D n_embd, F n_inner (4 D when null), V
+vocab_size, N n_positions, L n_layer. The weights map one to one (HF's ``Conv1D`` stores
+(in, out), the transpose of ``nn.Linear``'s (out, in)):
+
+    wte.weight (V, D)                  -> embedding.weight (tied: also the output layer)
+    wpe.weight (N, D)                  -> input_positions.weight
+    h.i.ln_1.{weight,bias} (D,)        -> blocks.i.norm1
+    h.i.attn.c_attn.weight (D, 3D)     -> blocks.i.attention.W_qkv.weight (3D, D), rows q, k, v
+    h.i.attn.c_proj.weight (D, D)      -> blocks.i.attention.W_o.weight, transposed
+    h.i.ln_2                           -> blocks.i.norm2
+    h.i.mlp.c_fc.weight (D, F)         -> blocks.i.ffn.0.weight (F, D)
+    h.i.mlp.c_proj.weight (F, D)       -> blocks.i.ffn.2.weight (D, F)
+    ln_f                               -> final_norm
+
+(biases as they are; names with or without the ``transformer.`` prefix; ``lm_head.weight``
+must equal ``wte.weight``; the causal-mask buffers ``attn.bias``/``attn.masked_bias`` of old
+files are skipped). What does not map is refused with the reason (``GPT2_REFUSED``): layer-
+index scaling, reordered/upcast attention, unscaled scores, cross-attention, untied output
+embeddings, an activation outside ``HF_ACTIVATIONS``. The three dropout rates become the
+model's one ``dropout`` (``resid_pdrop``); they act in training only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attnkit.convert.gpt2_tokenizer import GPT2BPETokenizer, has_gpt2_tokenizer
+from attnkit.convert.hf_files import HFSourceError, read_config, read_weights, resolve_source
+from attnkit.models.activations import HF_ACTIVATIONS
+from attnkit.models.decoder_lm import DecoderLM, DecoderLMConfig
+
+__all__ = [
+    "GPT2_DEFAULTS",
+    "GPT2_REFUSED",
+    "GPT2_TOKENIZER_FILES",
+    "gpt2_config",
+    "gpt2_model",
+    "gpt2_state_dict",
+    "hf_gpt2_names",
+    "import_gpt2",
+    "lm_record",
+    "load_gpt2",
+]
+
+GPT2_TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.json")
+
+# GPT2Config's defaults (transformers' configuration_gpt2.py): what a missing key means
+GPT2_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12,
+    "n_inner": None, "activation_function": "gelu_new", "resid_pdrop": 0.1,
+    "embd_pdrop": 0.1, "attn_pdrop": 0.1, "layer_norm_epsilon": 1e-5,
+    "scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
+    "reorder_and_upcast_attn": False, "add_cross_attention": False,
+    "tie_word_embeddings": True,
+}  # fmt: skip
+
+# config key -> (the value that maps, why another does not)
+GPT2_REFUSED: dict[str, tuple[Any, str]] = {
+    "scale_attn_weights": (True, "unscaled attention scores (attnkit scales by 1/sqrt(head width))"),
+    "scale_attn_by_inverse_layer_idx": (
+        False, "scores also divided by the layer index + 1 (attnkit's attention has no such scale)"),
+    "reorder_and_upcast_attn": (
+        False, "attention reordered and upcast to float32 under autocast (attnkit does not)"),
+    "add_cross_attention": (False, "cross-attention blocks (attnkit's LM is decoder-only)"),
+    "tie_word_embeddings": (True, "an output layer of its own (attnkit ties it to the embedding)"),
+}  # fmt: skip
+
+_SKIPPED = (".attn.bias", ".attn.masked_bias")  # causal-mask buffers of old files
+
+
+def _value(config: Mapping[str, Any], key: str) -> Any:
+    return config.get(key, GPT2_DEFAULTS.get(key))
+
+
+def gpt2_config(config: Mapping[str, Any], where: str = "config.json") -> DecoderLMConfig:
+    """The ``DecoderLMConfig`` of a GPT-2 config.json (a dict), or a ValueError naming the
+    first key that does not map and why."""
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a config.json dict, got {type(config).__name__}")
+    if config.get("model_type") != "gpt2":
+        raise ValueError(f"{where}: model_type {config.get('model_type')!r} is not 'gpt2'")
+    for key, (ok, why) in GPT2_REFUSED.items():
+        if _value(config, key) != ok:
+            raise ValueError(
+                f"{where}: {key}={_value(config, key)!r} does not map onto attnkit's "
+                f"DecoderLM: {why}"
+            )
+    act = _value(config, "activation_function")
+    if act not in HF_ACTIVATIONS:
+        raise ValueError(
+            f"{where}: activation_function {act!r} does not map onto attnkit's DecoderLM "
+            f"(supported: {', '.join(sorted(HF_ACTIVATIONS))})"
+        )
+    d = _value(config, "n_embd")
+    inner = _value(config, "n_inner")
+    try:
+        return DecoderLMConfig(
+            vocab_size=_value(config, "vocab_size"), d_model=d, num_heads=_value(config, "n_head"),
+            num_layers=_value(config, "n_layer"), ffn_hidden=4 * d if inner is None else inner,
+            dropout=float(_value(config, "resid_pdrop")),
+            context_length=_value(config, "n_positions"), positions="learned", bias=True,
+            activation=HF_ACTIVATIONS[act], norm_eps=float(_value(config, "layer_norm_epsilon")),
+        )  # fmt: skip
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{where}: {e}") from None
+
+
+def hf_gpt2_names(num_layers: int) -> dict[str, tuple[str, bool]]:
+    """attnkit's state-dict name -> (HF's name without the ``transformer.`` prefix, whether
+    the tensor is stored transposed), for a model with biases and learned positions."""
+    names = {"embedding.weight": ("wte.weight", False),
+             "input_positions.weight": ("wpe.weight", False)}  # fmt: skip
+    for i in range(num_layers):
+        ours, hf = f"blocks.{i}.", f"h.{i}."
+        for a, b, transposed in (("norm1", "ln_1", False), ("attention.W_qkv", "attn.c_attn", True),
+                                 ("attention.W_o", "attn.c_proj", True), ("norm2", "ln_2", False),
+                                 ("ffn.0", "mlp.c_fc", True), ("ffn.2", "mlp.c_proj", True)):  # fmt: skip
+            names[f"{ours}{a}.weight"] = (f"{hf}{b}.weight", transposed)
+            names[f"{ours}{a}.bias"] = (f"{hf}{b}.bias", False)
+    names["final_norm.weight"], names["final_norm.bias"] = (
+        ("ln_f.weight", False),
+        ("ln_f.bias", False),
+    )
+    return names
+
+
+def gpt2_state_dict(
+    weights: Mapping[str, Tensor], config: DecoderLMConfig, where: str = "the weights"
+) -> dict[str, Tensor]:
+    """HF GPT-2 tensors by name (with or without ``transformer.``) -> a ``DecoderLM`` state
+    dict of ``config`` (``gpt2_config``'s); a missing, extra or misshapen tensor, or an
+    ``lm_head`` that is not the embedding, is a ValueError naming it."""
+    hf = {(k[len("transformer.") :] if k.startswith("transformer.") else k): v
+          for k, v in weights.items() if not k.endswith(_SKIPPED)}  # fmt: skip
+    head = hf.pop("lm_head.weight", None)  # (V, D), the tied embedding when present
+    names = hf_gpt2_names(config.num_layers)
+    missing = sorted({n for n, _ in names.values()} - set(hf))
+    extra = sorted(set(hf) - {n for n, _ in names.values()})
+    if missing or extra:
+        said = [
+            f"missing {missing[:6]}" if missing else "",
+            f"unexpected {extra[:6]}" if extra else "",
+        ]
+        raise ValueError(
+            f"{where} are not GPT-2 weights of this config.json ({'; '.join(s for s in said if s)})"
+        )
+    shapes = _shapes(config)
+    state = {}
+    for ours, (theirs, transposed) in names.items():
+        t = hf[theirs].t() if transposed else hf[theirs]
+        if tuple(t.shape) != shapes[ours]:
+            stored = tuple(hf[theirs].shape)
+            raise ValueError(
+                f"{where}: {theirs} has shape {stored}, expected "
+                f"{shapes[ours][::-1] if transposed else shapes[ours]} for config.json's sizes"
+            )
+        state[ours] = t.contiguous()
+    wte = hf["wte.weight"]  # (V, D)
+    if head is not None and not (
+        head is wte  # a live model's state dict: the one tied tensor
+        or (head.shape == wte.shape and (head.is_meta or torch.equal(head.to(wte.dtype), wte)))
+    ):
+        raise ValueError(
+            f"{where}: lm_head.weight is not wte.weight: an untied output layer does not map "
+            "onto attnkit's DecoderLM (its output layer is the embedding)"
+        )
+    return state
+
+
+def _shapes(config: DecoderLMConfig) -> dict[str, tuple[int, ...]]:
+    """The state-dict shapes of ``config``'s model, without building it (meta tensors)."""
+    with torch.device("meta"):
+        model = DecoderLM(config)
+    return {k: tuple(v.shape) for k, v in model.state_dict().items()}
+
+
+def gpt2_model(source: str | os.PathLike, *, device: torch.device | str = "cpu") -> DecoderLM:
+    """The ``DecoderLM`` of a GPT-2 folder (or hub name): config.json and the weights only
+    (no tokenizer files needed), float32, in eval mode, plain ``nn.Linear`` layers."""
+    folder = resolve_source(source)
+    config = gpt2_config(read_config(folder), f"{folder / 'config.json'}")
+    state = gpt2_state_dict(read_weights(folder), config, f"the weights in {folder}")
+    with torch.device("meta"):
+        model = DecoderLM(config)  # no initialization drawn: every tensor is assigned
+    model.load_state_dict({k: v.float() for k, v in state.items()}, assign=True)
+    return model.to(device).eval()
+
+
+def load_gpt2(
+    source: str | os.PathLike, *, device: torch.device | str = "cpu", tokenizer: bool = True
+) -> tuple[DecoderLM, GPT2BPETokenizer | None, dict[str, Any]]:
+    """``(model, tokenizer, config)`` of a GPT-2 folder or hub name: the model as
+    :func:`gpt2_model`, its byte-level BPE (None with ``tokenizer=False``; a folder
+    without tokenizer files is an error) and config.json as a dict."""
+    folder = resolve_source(source, files=GPT2_TOKENIZER_FILES)
+    model = gpt2_model(folder, device=device)  # first: what does not map is said first
+    tok = None
+    if tokenizer:
+        if not has_gpt2_tokenizer(folder):
+            raise HFSourceError(
+                f"{folder} holds no GPT-2 tokenizer: put its tokenizer.json, or vocab.json and "
+                "merges.txt, beside config.json"
+            )
+        tok = GPT2BPETokenizer.from_folder(folder)
+    if tok is not None and len(tok) > model.vocab_size:
+        raise ValueError(
+            f"{folder}: the tokenizer has {len(tok)} tokens, the model only {model.vocab_size}"
+        )
+    return model, tok, read_config(folder)
+
+
+def lm_record(model: DecoderLM, tokenizer_meta: dict[str, Any], source: str) -> dict[str, Any]:
+    """What an imported model's config.json records (as ``attnkit lm train``'s: task,
+    arch, the model's fields; the tokenizer's file; where it came from)."""
+    return {"task": "lm", "arch": "transformer", **model.config.to_dict(),
+            "tokenizer": "gpt2-bpe", "tokenizer_model": tokenizer_meta,
+            "imported_from": {"format": "hf", "model_type": "gpt2", "source": source}}  # fmt: skip
+
+
+def import_gpt2(
+    source: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    say: Callable[[str], Any] = lambda _: None,
+) -> Path:
+    """Write the GPT-2 of ``source`` (a folder or hub name) as an attnkit language-model
+    checkpoint in ``out`` (``attnkit lm generate --checkpoint OUT``); returns ``out``. A
+    folder that already holds a checkpoint is refused unless ``overwrite``."""
+    from attnkit.checkpoint import save_checkpoint
+
+    out = Path(out)
+    if (out / "config.json").exists() and not overwrite:
+        raise FileExistsError(f"{out} already holds a checkpoint: pass --overwrite to replace it")
+    model, tok, _ = load_gpt2(source)
+    params = sum(p.numel() for p in model.parameters())
+    c = model.config
+    say(f"GPT-2: {c.num_layers} blocks, d_model {c.d_model}, {c.num_heads} heads, "
+        f"context {c.context_length}, vocab {c.vocab_size}, {params:,} parameters")  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    meta = tok.save(out)
+    return save_checkpoint(out, lm_record(model, meta, os.fspath(source)), model.state_dict())
