@@ -8,10 +8,11 @@ without ``--data`` it trains on the corpus every Python ships (``pydoc_data.topi
 recipe (``--positions``, ``--kv-heads``, ``--context`` ...); ``--tokenizer sentencepiece``
 trains on SentencePiece pieces of the raw text instead of the book's letters.
 ``attnkit lm generate --checkpoint DIR --prompt "time traveller"`` samples from the result
-(``attnkit.cli.lm_generate``). A checkpoint is saved after every epoch and on
-Ctrl-C/SIGTERM (after the current step); ``attnkit lm train --resume --out DIR`` continues
-it (model and data options not given are read from the checkpoint; given ones must match
-it).
+(``attnkit.cli.lm_generate``). ``attnkit lm import --from hf SRC OUT`` and ``attnkit lm export
+--to hf --checkpoint DIR OUT`` move GPT-2 models in and out (``attnkit.cli.lm_import``).
+A checkpoint is saved after every epoch and on Ctrl-C/SIGTERM (after the current step);
+``attnkit lm train --resume --out DIR`` continues it (model and data options not given are
+read from the checkpoint; given ones must match it).
 
 The model flags are ``LMConfig``'s and ``DecoderLMConfig``'s fields (``--layers`` is both
 archs'), the training flags ``LMTrainConfig``'s (their help is the fields'
@@ -39,13 +40,15 @@ DEFAULT_PROMPTS = ("time traveller", "traveller")
 def register(sub) -> None:
     from attnkit.cli.config_flags import add_config_flags
     from attnkit.cli.lm_generate import register_generate
+    from attnkit.cli.lm_import import register_transfer
     from attnkit.models.decoder_lm import DecoderLMConfig
     from attnkit.models.registry import LM_ARCHS, LMConfig
     from attnkit.training.lm import LMTrainConfig
     from attnkit.training.recipes import LM_DEFAULTS, RECIPES
 
     book, tf = LM_DEFAULTS["rnn"], LM_DEFAULTS["transformer"]
-    p = sub.add_parser("lm", help="language models (RNN, GRU, LSTM, Transformer): train, generate")
+    p = sub.add_parser("lm", help="language models (RNN, GRU, LSTM, Transformer): train, "
+                       "generate, import/export GPT-2")  # fmt: skip
     verbs = p.add_subparsers(dest="lm_command", metavar="VERB")
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
@@ -100,6 +103,7 @@ def register(sub) -> None:
     t.add_argument("--debug", action="store_true", help="show tracebacks")
     t.set_defaults(func=run_train)
     register_generate(verbs)
+    register_transfer(verbs)
 
 
 def _data_flags(data, book: dict, tf: dict) -> None:

@@ -8,8 +8,12 @@ One ``--prompt``: its continuation is printed as it is generated (a token at a t
 ``--input FILE``: every non-blank line is a prompt; they are generated together in batches
 (left-padded, each row as it would be alone) and printed one line each, in order.
 Character and word models see their prompts normalized like their corpus (letters,
-lowercase; said on stderr when that changes a prompt); SentencePiece models take the
-text as it is. ``--temperature 0`` (the default) is greedy; ``--seed`` repeats a sample.
+lowercase; said on stderr when that changes a prompt); SentencePiece and GPT-2 models
+take the text as it is. ``--checkpoint`` also takes a GPT-2 folder (or hub name, fetched
+when online) directly, or the checkpoint ``attnkit lm import`` wrote; ``--int8`` runs the
+linear layers with int8 weights (CPU); ``--heatmap PNG`` draws a Transformer's attention of
+every new token over its context (the explorer's rows, ``attnkit.serve.lm_service``).
+``--temperature 0`` (the default) is greedy; ``--seed`` repeats a sample.
 A prompt longer than a Transformer's context is cut, with a warning on stderr, where its
 positions extrapolate (RoPE, ALiBi, none), and refused otherwise.
 """
@@ -30,7 +34,8 @@ _FLAGS = {"max_new_tokens": "--max-new-tokens", "temperature": "--temperature",
 
 def register_generate(verbs) -> None:
     g = verbs.add_parser("generate", help="continue prompts with a trained language model")
-    g.add_argument("--checkpoint", required=True, metavar="DIR", help="folder from `lm train`")
+    g.add_argument("--checkpoint", required=True, metavar="DIR",
+                   help="folder from `lm train` or `lm import`, or a GPT-2 folder or hub name")  # fmt: skip
     prompts = g.add_mutually_exclusive_group(required=True)
     prompts.add_argument("--prompt", metavar="TEXT", help="one prompt, streamed as it comes")
     prompts.add_argument("--input", metavar="FILE", help="a UTF-8 file of prompts, one a line")
@@ -48,6 +53,12 @@ def register_generate(verbs) -> None:
     g.add_argument("--batch-size", type=int, default=32, metavar="B",
                    help="--input prompts generated together (default 32)")  # fmt: skip
     g.add_argument("--device", default="cpu")
+    g.add_argument("--heatmap", metavar="PNG",
+                   help="with --prompt, a Transformer: each new token's attention over its "
+                   "context, one panel per layer (mean over heads), drawn into PNG (the text "
+                   "is printed when done, not streamed)")  # fmt: skip
+    g.add_argument("--int8", action="store_true",
+                   help="int8 weights in the linear layers (CPU; attnkit.inference.int8)")  # fmt: skip
     g.add_argument("--debug", action="store_true", help="show tracebacks")
     g.set_defaults(func=run_generate)
 
@@ -120,13 +131,22 @@ def run_generate(a: argparse.Namespace) -> int:
     from attnkit.inference.loading import load_lm_checkpoint, load_lm_tokenizer
 
     options = _options(a)
+    heatmap = None if a.heatmap is None else _heatmap_path(a)
+    if a.int8 and a.device != "cpu":
+        raise ValueError(f"--int8 runs on the CPU only, got --device {a.device}")
     model, vocab, config = load_lm_checkpoint(a.checkpoint, a.device)
+    if a.int8:
+        from attnkit.inference.int8 import quantize_int8
+
+        quantize_int8(model)
     tokenizer = load_lm_tokenizer(a.checkpoint, config)
     if tokenizer is not None:
         codec, normalize = {"tokenizer": tokenizer}, None
     else:
         codec, normalize = {"vocab": vocab, "token": config.get("token", "char")}, normalize_line
     prompts = _prompts(a, normalize)
+    if heatmap is not None:
+        return _with_heatmap(model, vocab, config, tokenizer, prompts[0], a, options, heatmap)
     kwargs = {"max_new_tokens": a.max_new_tokens, "device": a.device, **codec, **options}
     with warnings.catch_warnings():
         warnings.simplefilter("always", PromptCutWarning)
@@ -137,6 +157,44 @@ def run_generate(a: argparse.Namespace) -> int:
         for start in range(0, len(prompts), a.batch_size):
             for text in generate(model, prompts[start : start + a.batch_size], **kwargs):
                 print(text, flush=True)
+    return 0
+
+
+def _heatmap_path(a: argparse.Namespace) -> Path:
+    """--heatmap's path, checked before the model loads: --prompt only, an image file
+    matplotlib writes, in an existing folder."""
+    from attnkit.cli.translate_trained import _check_heatmap_path
+
+    if a.prompt is None:
+        raise ValueError("--heatmap draws one prompt's attention: give --prompt, not --input")
+    return _check_heatmap_path(a.heatmap)
+
+
+def _with_heatmap(model, vocab, config, tokenizer, prompt: str, a, options, path: Path) -> int:
+    """Generate with the explorer's service (the same generation and attention rows),
+    print the text and draw (L, N, K) rows, the heads' mean, into ``path``."""
+    import matplotlib.pyplot as plt
+    import torch
+
+    from attnkit.serve.lm_service import LMService
+    from attnkit.viz import show_heatmaps
+
+    if getattr(model, "context_length", None) is None:
+        raise ValueError("--heatmap needs a Transformer language model: an RNN has no attention")
+    service = LMService(model, vocab, config, tokenizer, max_chars=len(prompt),
+                        max_new_tokens=max(1, a.max_new_tokens), max_concurrent=None)  # fmt: skip
+    res = service.generate(prompt, a.max_new_tokens, **options)
+    print(res.text, flush=True)
+    rows = torch.tensor(res.attention).mean(1)  # (L, N, K): each layer, heads averaged
+    context = [*res.prompt_tokens, *res.new_tokens[:-1]]  # K: what each new token could see
+    fig = show_heatmaps(
+        rows.unsqueeze(0), "context", "new token", [f"layer {i + 1}" for i in range(len(rows))],
+        figsize=(max(2.5, 0.3 * len(context)), max(2.5, 0.3 * len(res.new_tokens))),
+        xticklabels=[repr(t)[1:-1] for t in context],
+        yticklabels=[repr(t)[1:-1] for t in res.new_tokens], path=path,
+    )  # fmt: skip
+    plt.close(fig)
+    print(f"attention of the {len(res.new_tokens)} new tokens: {path}", file=sys.stderr)
     return 0
 
 

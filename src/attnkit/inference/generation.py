@@ -22,7 +22,10 @@ Shape legend: B prompts, P the longest prompt (tokens), V vocabulary.
   over that window, as nanoGPT).
 - **Streaming**: ``stream(row, piece)`` is called with each new token's text (``generate``)
   or id (``generate_ids``) as soon as it is chosen: ``stream=lambda _, s: print(s, end="",
-  flush=True)`` prints a single prompt's continuation as it comes.
+  flush=True)`` prints a single prompt's continuation as it comes. A subword tokenizer's
+  text is the decoded continuation's growth; a byte-level piece (GPT-2's) that ends inside
+  a character waits for the tokens that complete it (up to 3; at the end it is sent as it
+  is), so a U+FFFD is not sent and then replaced.
 """
 
 from __future__ import annotations
@@ -359,17 +362,33 @@ def generate(
     on_id = None
     if stream is not None:
         done = [list(r) for r in rows]
+        shown = None if isinstance(codec, VocabCodec) else [codec.decode(r) for r in rows]
+        held = [0] * len(rows)  # tokens whose text waits for the end of a character
+
+        def show(row: int) -> None:
+            after = codec.decode(done[row])
+            piece = after[len(shown[row]) :] if after.startswith(shown[row]) else ""
+            shown[row], held[row] = after, 0
+            if piece:
+                stream(row, piece)
 
         def on_id(row: int, new_id: int) -> None:
             if isinstance(codec, VocabCodec):
                 stream(row, codec.piece(new_id))
                 return
-            before = codec.decode(done[row])
             done[row].append(new_id)
-            after = codec.decode(done[row])
-            stream(row, after[len(before) :] if after.startswith(before) else "")
+            # a byte-level piece that ends inside a character (U+FFFD at the end) waits for
+            # the tokens that complete it: a UTF-8 character is at most 4 bytes
+            if held[row] < 3 and codec.decode(done[row]).endswith("\ufffd"):
+                held[row] += 1
+                return
+            show(row)
 
     new = generate_ids(model, rows, max_new_tokens=max_new_tokens, stream=on_id, **options)
+    if on_id is not None and not isinstance(codec, VocabCodec):
+        for row in range(len(rows)):  # what still waits: the stream ends as the text does
+            if held[row]:
+                show(row)
     if isinstance(codec, VocabCodec):
         out = [codec.continued(t, n) for t, n in zip(texts, new, strict=True)]
     else:

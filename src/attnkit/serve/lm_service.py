@@ -60,7 +60,8 @@ class LMService:
         model: a ``DecoderLM`` or a recurrent LM (``RNNLM``), in eval mode.
         vocab: its vocabulary (characters, words, or a subword model's pieces).
         config: the checkpoint's config.json (``arch``, ``token``, the model's keys).
-        tokenizer: a subword model's ``LMSubwordTokenizer`` (None: ``vocab`` tokenizes).
+        tokenizer: a subword model's ``LMSubwordTokenizer`` or GPT-2's ``GPT2BPETokenizer``
+            (None: ``vocab`` tokenizes).
         max_chars: the longest accepted prompt, in characters.
         max_new_tokens: the most tokens one request may ask for.
         max_concurrent: generations running at once (None: no bound).
@@ -89,7 +90,11 @@ class LMService:
         max_concurrent = optional(positive_int, "max_concurrent", max_concurrent)
         self.model, self.vocab, self.config, self.tokenizer = model, vocab, config, tokenizer
         self.arch = lm_arch(config)
-        self.token = "sentencepiece" if tokenizer is not None else config.get("token", "char")
+        # "sentencepiece", "gpt2-bpe" (GPT-2's byte-level BPE), or a book model's "char"/"word"
+        self.token = (
+            config.get("tokenizer", "sentencepiece") if tokenizer is not None
+            else config.get("token", "char")
+        )  # fmt: skip
         self.codec = None if tokenizer is not None else VocabCodec(vocab, self.token)
         self.context_length = getattr(model, "context_length", None)  # None: an RNN
         self.device = next(model.parameters()).device
@@ -99,7 +104,8 @@ class LMService:
     def from_checkpoint(
         cls, directory: str | os.PathLike, *, device: str = "cpu", **options: Any
     ) -> LMService:
-        """Load an ``attnkit lm train`` folder (errors as ``load_lm_checkpoint``)."""
+        """Load an ``attnkit lm train`` or ``attnkit lm import`` folder, or a GPT-2 folder
+        (errors as ``load_lm_checkpoint``)."""
         model, vocab, config = load_lm_checkpoint(directory, device)
         return cls(model, vocab, config, load_lm_tokenizer(directory, config), **options)
 
@@ -223,7 +229,11 @@ class LMService:
     # ------------------------------------------------------------------ helpers
 
     def _labels(self, ids: list[int]) -> list[str]:
-        """Each token as the maps label it: characters, words or subword pieces."""
+        """Each token as the maps label it: characters, words or subword pieces (GPT-2's:
+        each piece's own text, its space included, not its byte-level spelling)."""
+        label = getattr(self.tokenizer, "label", None)
+        if label is not None:
+            return [label(i) for i in ids]
         return self.vocab.to_tokens(list(ids))
 
     @torch.no_grad()
