@@ -5,7 +5,9 @@ Shape legend: B batch, T positions, D width.
 ``POSITIONS`` names every scheme a model can take (``--positions``):
 
 - ``sinusoidal`` (Vaswani et al., 2017), added to the inputs:
-  P[t, 2j] = sin(t / 10000^(2j/D)),  P[t, 2j+1] = cos(t / 10000^(2j/D));
+  P[t, 2j] = sin(t / 10000^(2j/D)),  P[t, 2j+1] = cos(t / 10000^(2j/D)) (the book's
+  ``interleaved`` layout); ``halves`` (Marian's) holds the same values as
+  P[t, j] = sin(...), P[t, ceil(D/2) + j] = cos(...): every sine first, then every cosine;
 - ``learned``: a trained (context, D) table added to the inputs (GPT);
 - ``rope``: queries and keys rotated inside attention (``attention.rope``);
 - ``alibi``: a per-head linear distance penalty on the scores (``attention.alibi``);
@@ -28,6 +30,7 @@ __all__ = [
     "EXTRAPOLATING",
     "IN_ATTENTION",
     "POSITIONS",
+    "SINUSOIDAL_LAYOUTS",
     "LearnedPositions",
     "PositionalEncoding",
     "SinusoidalPositions",
@@ -37,6 +40,9 @@ __all__ = [
 ]
 
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "none")
+# where the sines and cosines of the sinusoidal table sit: alternating columns (the book,
+# Vaswani et al.) or the sines in the first ceil(D/2) columns, the cosines after (Marian)
+SINUSOIDAL_LAYOUTS = ("interleaved", "halves")
 IN_ATTENTION = ("rope", "alibi")  # the schemes MultiHeadAttention applies itself
 # the schemes with no table of positions: nothing stops them at the training length
 EXTRAPOLATING = ("rope", "alibi", "none")
@@ -47,10 +53,23 @@ def check_positions(name: str, value: object) -> str:
     return one_of(name, value, POSITIONS)
 
 
-def sinusoidal_table(max_len: int, num_hiddens: int) -> Tensor:
-    """The (max_len, D) table of sines and cosines; any D, odd widths included."""
+def sinusoidal_table(max_len: int, num_hiddens: int, layout: str = "interleaved") -> Tensor:
+    """The (max_len, D) float32 table of sines and cosines; any D, odd widths included.
+
+    ``layout`` (one of ``SINUSOIDAL_LAYOUTS``): ``interleaved`` computes it in float32 as
+    the book does; ``halves`` puts the ceil(D/2) sines first, then the floor(D/2) cosines,
+    computed in float64 and rounded once, as Marian (Hugging Face's MarianMT) does.
+    """
     max_len = positive_int("max_len", max_len)
     num_hiddens = positive_int("num_hiddens", num_hiddens)
+    if one_of("layout", layout, SINUSOIDAL_LAYOUTS) == "halves":
+        pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (T, 1)
+        exponent = torch.arange(0, num_hiddens, 2, dtype=torch.float64) / num_hiddens
+        angles = pos / torch.pow(10000.0, exponent)  # (T, ceil(D/2))
+        half = angles.shape[1]
+        return torch.cat(
+            [torch.sin(angles), torch.cos(angles[:, : num_hiddens - half])], dim=1
+        ).float()  # (T, D)
     pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (T, 1)
     freq = torch.pow(
         10000.0, torch.arange(0, num_hiddens, 2, dtype=torch.float32) / num_hiddens
@@ -66,15 +85,24 @@ class PositionalEncoding(nn.Module):
     """Adds the sinusoidal table to (B, T, D) inputs, then dropout.
 
     The table is a non-persistent buffer: it follows ``.to(device)`` and stays out
-    of ``state_dict`` (as in the book, where it is a plain tensor).
+    of ``state_dict`` (as in the book, where it is a plain tensor). ``layout``: where its
+    sines and cosines sit (``SINUSOIDAL_LAYOUTS``; see :func:`sinusoidal_table`).
     """
 
-    def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 1000) -> None:
+    def __init__(
+        self,
+        num_hiddens: int,
+        dropout: float = 0.0,
+        max_len: int = 1000,
+        layout: str = "interleaved",
+    ) -> None:
         super().__init__()
         self.num_hiddens = positive_int("num_hiddens", num_hiddens)
         self.max_len = positive_int("max_len", max_len)
+        self.layout = one_of("layout", layout, SINUSOIDAL_LAYOUTS)
         self.dropout = Dropout(probability("dropout", dropout))
-        self.register_buffer("P", sinusoidal_table(max_len, num_hiddens).unsqueeze(0), False)
+        table = sinusoidal_table(max_len, num_hiddens, layout)
+        self.register_buffer("P", table.unsqueeze(0), False)
 
     def forward(self, X: Tensor, offset: int | Tensor = 0) -> Tensor:  # X: (B, T, D)
         """Add the table's rows of X's positions, then dropout.

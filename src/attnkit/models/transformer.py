@@ -3,13 +3,24 @@
 Shape legend: B batch, S source length, T target length, D model width (d_model),
 H heads, F feed-forward width (d_ff), V vocabulary size, L layers.
 
-    enc:  X = PE(Embed(src) * sqrt(D));  per block: X = AddNorm(X, SelfAttn(X)); X = AddNorm(X, FFN(X))
-    dec:  Y = PE(Embed(tgt) * sqrt(D));  per block: Y = AddNorm(Y, CausalSelfAttn(Y))
-                                                    Y = AddNorm(Y, CrossAttn(Y, enc));  Y = AddNorm(Y, FFN(Y))
-          logits = Dense(Y)
+    enc:  X = PE(Embed(src) * s);  per block: X = AddNorm(X, SelfAttn(X)); X = AddNorm(X, FFN(X))
+    dec:  Y = PE(Embed(tgt) * s);  per block: Y = AddNorm(Y, CausalSelfAttn(Y))
+                                              Y = AddNorm(Y, CrossAttn(Y, enc));  Y = AddNorm(Y, FFN(Y))
+          logits = Dense(Y) = Y W_outᵀ + b_out       FFN(X) = W2 act(W1 X + b1) + b2
 
 Post-norm as the book (``LayerNorm(X + Dropout(Y))``) or pre-norm
-(``X + Dropout(Y(LayerNorm(X)))`` plus a final LayerNorm) by config.
+(``X + Dropout(Y(LayerNorm(X)))`` plus a final LayerNorm) by config. The other options of
+``TransformerConfig`` (their defaults are the book's model, so checkpoints written before
+them load as they were):
+
+- ``activation``: the FFN's act, relu (the book) or gelu, gelu-tanh, silu
+  (``attnkit.models.activations``; Marian's OPUS-MT models use silu, "swish");
+- ``positions_layout``: the sinusoidal table's columns, ``interleaved`` (the book) or
+  ``halves`` (Marian: every sine, then every cosine);
+- ``scale_embedding``: s = sqrt(D) (the book, Marian's ``scale_embedding: true``) or 1;
+- ``tie_embeddings``: one (V, D) matrix is the source embedding, the target embedding and
+  W_out (Marian with a shared vocabulary; needs equal vocabularies). The output layer keeps
+  its own bias b_out in every case: Marian's ``final_logits_bias``.
 
 The decoder is causal in every mode (the book's is not in a full eval-mode pass).
 Its state is the book's layout ``[enc_outputs, enc_valid_lens, caches]`` where
@@ -28,13 +39,14 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from attnkit._validate import boolean, positive_int, probability
+from attnkit._validate import boolean, one_of, positive_int, probability
 from attnkit.attention.dropout import Dropout
 from attnkit.attention.kv_cache import KVCache
 from attnkit.attention.masking import attention_mask
 from attnkit.attention.multihead import MultiHeadAttention
-from attnkit.attention.positional import PositionalEncoding
+from attnkit.attention.positional import SINUSOIDAL_LAYOUTS, PositionalEncoding
 from attnkit.models import transformer_step
+from attnkit.models.activations import activation_module, check_activation
 from attnkit.models.seq2seq import (
     AttentionDecoder,
     Encoder,
@@ -54,6 +66,7 @@ __all__ = [
     "TransformerEncoder",
     "build_transformer",
     "padding_mask",
+    "tie_embeddings",
 ]
 
 
@@ -99,6 +112,10 @@ class TransformerConfig:
     max_len: int = 1000
     pre_norm: bool = False
     bias: bool = False
+    activation: str = "relu"  # the FFN's: relu, gelu, gelu-tanh, silu
+    positions_layout: str = "interleaved"  # the sinusoidal table's: interleaved, halves
+    scale_embedding: bool = True  # embeddings * sqrt(d_model) (False: * 1)
+    tie_embeddings: bool = False  # source = target embedding = output weight
 
     def __post_init__(self) -> None:
         name = type(self).__name__
@@ -110,12 +127,17 @@ class TransformerConfig:
                 f"{name}.d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})"
             )
         probability(f"{name}.dropout", self.dropout)
-        for field_name in ("pre_norm", "bias"):
+        for field_name in ("pre_norm", "bias", "scale_embedding", "tie_embeddings"):
             boolean(f"{name}.{field_name}", getattr(self, field_name))
+        check_activation(f"{name}.activation", self.activation)
+        one_of(f"{name}.positions_layout", self.positions_layout, SINUSOIDAL_LAYOUTS)
 
 
 class PositionWiseFFN(nn.Module):
-    """Linear -> ReLU -> Linear, applied at every position.
+    """Linear -> activation (ReLU by default) -> Linear, applied at every position.
+
+    The activation module keeps the book's attribute name ``relu`` whatever it computes
+    (``activation`` names it: one of ``attnkit.models.activations.ACTIVATIONS``).
 
     ``ffn_num_input=None`` makes it lazy (``nn.LazyLinear``, PyTorch's lazy modules): the
     input width is learned at the first call, and both layers create their parameters
@@ -123,14 +145,19 @@ class PositionWiseFFN(nn.Module):
     """
 
     def __init__(
-        self, ffn_num_input: int | None, ffn_num_hiddens: int, ffn_num_outputs: int
+        self,
+        ffn_num_input: int | None,
+        ffn_num_hiddens: int,
+        ffn_num_outputs: int,
+        activation: str = "relu",
     ) -> None:
         super().__init__()
         lazy = ffn_num_input is None
+        self.activation = check_activation("activation", activation)
         self.dense1 = (
             nn.LazyLinear(ffn_num_hiddens) if lazy else nn.Linear(ffn_num_input, ffn_num_hiddens)
         )
-        self.relu = nn.ReLU()
+        self.relu = activation_module(activation)
         self.dense2 = (
             nn.LazyLinear(ffn_num_outputs) if lazy else nn.Linear(ffn_num_hiddens, ffn_num_outputs)
         )
@@ -171,7 +198,7 @@ class _Sublayers:
         return MultiHeadAttention(c.d_model, c.num_heads, c.dropout, c.bias)
 
     def _make_ffn(self, config: TransformerConfig) -> nn.Module:
-        return PositionWiseFFN(config.d_model, config.d_ff, config.d_model)
+        return PositionWiseFFN(config.d_model, config.d_ff, config.d_model, config.activation)
 
 
 class EncoderBlock(_Sublayers, nn.Module):
@@ -211,7 +238,8 @@ def padding_mask(valid_lens: Tensor | None, B: int, S: int, device) -> Tensor | 
 
 
 class _TokenStack:
-    """Shared by encoder and decoder: token embedding * sqrt(D) + positions, then blocks."""
+    """Shared by encoder and decoder: token embedding * s + positions, then blocks
+    (s = sqrt(D), or 1 without ``scale_embedding``)."""
 
     def _build_stack(
         self, vocab_size: int, config: TransformerConfig, make_block: Callable[[int], nn.Module]
@@ -221,8 +249,16 @@ class _TokenStack:
         self.vocab_size = vocab_size
         self.num_hiddens = config.d_model
         self.num_layers = config.num_layers
+        # getattr: configs pickled before the field (the d2l adapters build their own)
+        scaled = getattr(config, "scale_embedding", True)
+        self.embed_scale = math.sqrt(config.d_model) if scaled else 1.0
         self.embedding = nn.Embedding(vocab_size, config.d_model)
-        self.pos_encoding = PositionalEncoding(config.d_model, config.dropout, config.max_len)
+        self.pos_encoding = PositionalEncoding(
+            config.d_model,
+            config.dropout,
+            config.max_len,
+            getattr(config, "positions_layout", "interleaved"),
+        )
         self.blks = nn.Sequential()
         for i in range(config.num_layers):
             self.blks.add_module(f"block{i}", make_block(i))
@@ -236,14 +272,14 @@ class _TokenStack:
         training step at the base recipe; an interleaved A/B of the engine's bf16 step
         measured 92.5 -> 89.0 ms, 2026-11-28, docs/benchmarks.md). Off the CPU, or
         without autocast, float32."""
-        Y = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens), offset)
+        Y = self.pos_encoding(self.embedding(X) * self.embed_scale, offset)
         if Y.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
             Y = Y.to(torch.get_autocast_dtype("cpu"))
         return Y
 
 
 class TransformerEncoder(_TokenStack, Encoder):
-    """Embedding * sqrt(D) + positional encoding, then ``num_layers`` encoder blocks."""
+    """Embedding * s + positional encoding, then ``num_layers`` encoder blocks."""
 
     def __init__(
         self, vocab_size: int, config: TransformerConfig, make_block: Callable | None = None
@@ -379,14 +415,38 @@ _STANDARD = (DecoderBlock, AddNorm, PositionWiseFFN, _TokenStack._embed)
 def build_transformer(
     config: TransformerConfig, src_vocab_size: int, tgt_vocab_size: int
 ) -> EncoderDecoder:
-    """The encoder-decoder with Xavier-uniform init of the linear layers (the book's)."""
+    """The encoder-decoder with Xavier-uniform init of the linear layers (the book's).
+
+    With ``config.tie_embeddings`` the two embeddings and the output layer share one
+    (V, D) ``Parameter`` (initialized as the output layer, Xavier-uniform); it needs
+    ``src_vocab_size == tgt_vocab_size`` (one vocabulary)."""
+    if config.tie_embeddings and src_vocab_size != tgt_vocab_size:
+        raise ValueError(
+            f"TransformerConfig.tie_embeddings needs one vocabulary for both sides, got "
+            f"src_vocab_size={src_vocab_size} and tgt_vocab_size={tgt_vocab_size}"
+        )
     model = EncoderDecoder(
         TransformerEncoder(src_vocab_size, config), TransformerDecoder(tgt_vocab_size, config)
     )
+    if config.tie_embeddings:
+        tie_embeddings(model)
     for m in model.modules():
         if type(m) is nn.Linear:
             nn.init.xavier_uniform_(m.weight)
     return model
+
+
+def tie_embeddings(model: EncoderDecoder) -> None:
+    """Make the source and target embeddings and the output layer's weight one
+    ``Parameter`` (the output layer's (V, D) weight); its bias stays its own."""
+    shared = model.decoder.dense.weight  # (V, D)
+    if model.encoder.embedding.weight.shape != shared.shape:
+        raise ValueError(
+            f"cannot tie embeddings of shapes {tuple(model.encoder.embedding.weight.shape)} "
+            f"and {tuple(shared.shape)}"
+        )
+    model.encoder.embedding.weight = shared
+    model.decoder.embedding.weight = shared
 
 
 def _register() -> None:

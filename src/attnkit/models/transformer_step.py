@@ -11,10 +11,11 @@ decoded alone, cost mostly that. :func:`decoder_step` computes what
 ``TransformerDecoder.forward`` computes for one new position with a filled cache, from
 the same parameters, in the same order of operations, without the module calls:
 
-    x = Embed(y) * sqrt(D) + P[t]                                        (B, 1, D)
+    x = Embed(y) * s + P[t]           s: sqrt(D), or 1 (scale_embedding)  (B, 1, D)
     per block:  x = AddNorm(x, SelfAttn(x; cache))     q, k, v: (B, H, 1, Dh)
                 x = AddNorm(x, CrossAttn(x; encoder keys/values, source mask))
-                x = AddNorm(x, W2 relu(W1 x))
+                x = AddNorm(x, W2 act(W1 x))    act: the FFN's activation (relu, gelu,
+                                                gelu-tanh, silu), the function it names
     logits = Dense(FinalNorm(x))                                         (B, 1, V)
 
 ``TransformerDecoder.forward`` runs it only when :func:`applies` (eval mode, autograd
@@ -25,8 +26,6 @@ two equal for pre- and post-norm, with and without biases.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -35,6 +34,7 @@ from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import PositionalEncoding
 from attnkit.attention.recording import recording
 from attnkit.attention.single_head import scaled_dot_product
+from attnkit.models.activations import activation_function
 
 __all__ = ["applies", "decoder_step"]
 
@@ -82,7 +82,7 @@ def _hooked_or_training(module: nn.Module) -> bool:
 def _standard_block(blk, block_type: type, addnorm_type: type, ffn_type: type) -> bool:
     if type(blk) is not block_type or type(blk.ffn) is not ffn_type:
         return False
-    if type(blk.ffn.relu) is not nn.ReLU:
+    if _activation_name(blk.ffn) is None:
         return False
     for attention in (blk.attention1, blk.attention2):
         if (
@@ -100,14 +100,27 @@ def _standard_block(blk, block_type: type, addnorm_type: type, ffn_type: type) -
     )
 
 
+def _activation_name(ffn) -> str | None:
+    """The activation an FFN's module computes, as one of ``ACTIVATIONS``; None for a
+    module of another kind (then the modules run)."""
+    act = ffn.relu
+    kind = type(act)
+    if kind is nn.ReLU:
+        return "relu"
+    if kind is nn.SiLU:
+        return "silu"
+    if kind is nn.GELU:
+        return {"none": "gelu", "tanh": "gelu-tanh"}.get(act.approximate)
+    return None
+
+
 def decoder_step(decoder, X: Tensor, enc_valid_mask: Tensor | None, caches: list) -> Tensor:
     """One position through the decoder (``applies`` must hold): X (B, 1) token ids,
     the source mask bool (B, 1, 1, S) or None, the blocks' caches (copies, updated in
     place: their self-attention gains this position) -> logits (B, 1, V)."""
     t = len(caches[0])
-    D = decoder.num_hiddens
     table = decoder.pos_encoding.P[0]  # (N, D)
-    x = decoder.embedding.forward(X) * math.sqrt(D)  # (B, 1, D)
+    x = decoder.embedding.forward(X) * decoder.embed_scale  # (B, 1, D)
     x = x + table[t : t + 1].unsqueeze(0).to(x.dtype)
     for blk, cache in zip(decoder.blks, caches, strict=True):
         x = _sublayer(blk.addnorm1, x, lambda h, b=blk, c=cache: _self_attention(b, h, c))
@@ -156,4 +169,6 @@ def _cross_attention(blk, h: Tensor, cache, mask: Tensor | None) -> Tensor:
 
 
 def _ffn(ffn, h: Tensor) -> Tensor:
-    return ffn.dense2.forward(torch.relu(ffn.dense1.forward(h)))
+    """h (B, 1, D) -> (B, 1, D): W2 act(W1 h), act the function the FFN's module computes."""
+    act = activation_function(_activation_name(ffn))
+    return ffn.dense2.forward(act(ffn.dense1.forward(h)))
