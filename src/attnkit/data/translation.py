@@ -57,6 +57,7 @@ from attnkit.data.fra import (
     tokenize_nmt,
     truncate_pad,
 )
+from attnkit.data.marian_tokenizer import MarianTokenizer
 from attnkit.data.normalize import normalize_source, normalize_target
 from attnkit.data.subword import SubwordTokenizer
 from attnkit.data.text import Vocab
@@ -101,7 +102,7 @@ def load_translation_data(
     vocab_size: int = 8000,
     subword_type: str = "unigram",
     joint_vocab: bool = True,
-    subword: SubwordTokenizer | None = None,
+    subword: SubwordTokenizer | MarianTokenizer | None = None,
 ) -> TranslationData:
     """Load an English -> French corpus, split it and build the vocabularies.
 
@@ -211,7 +212,10 @@ def _subword_data(
         source = "download" if str(data) == "download" else str(path)
         raw, report = read_text_pairs(read_fra(path), num_examples, source=str(path))
         malformed = report.malformed
-    texts = [(normalize_source(en), normalize_target(fr)) for en, fr in raw]
+    # a given tokenizer's own normalization (Marian's keeps the source as it is)
+    norm_src = getattr(subword, "normalize_source", normalize_source)
+    norm_tgt = getattr(subword, "normalize_target", normalize_target)
+    texts = [(norm_src(en), norm_tgt(fr)) for en, fr in raw]
     parts = split_by_source([([en], [fr]) for en, fr in texts], val_fraction, test_fraction, seed)
     train_texts = [texts[i] for i in parts[0]]
     if not train_texts:

@@ -14,10 +14,22 @@ from torch import Tensor
 from attnkit._validate import one_of
 from attnkit.data.batching import Pair, TranslationBatch, bucket_batches, pad_ids
 from attnkit.data.fra import preprocess_nmt
+from attnkit.data.marian_tokenizer import MarianTokenizer
 from attnkit.data.subword import SubwordTokenizer
 from attnkit.data.text import Vocab
 
-__all__ = ["TranslationData"]
+__all__ = ["TranslationData", "load_tokenizer"]
+
+
+def load_tokenizer(
+    directory: str | os.PathLike, record: dict
+) -> SubwordTokenizer | MarianTokenizer:
+    """The tokenizer a checkpoint's data record names (``record["kind"]``: attnkit's
+    ``sentencepiece`` models or an imported ``marian`` one), its files read from
+    ``directory`` and sha256-checked."""
+    if isinstance(record, dict) and record.get("kind") == MarianTokenizer.kind:
+        return MarianTokenizer.load(directory, record)
+    return SubwordTokenizer.load(directory, record)
 
 
 class TranslationData:
@@ -26,6 +38,10 @@ class TranslationData:
     ``train``/``val``/``test`` hold ``(source tokens, target tokens)`` pairs in the
     book's preprocessed form, without ``<eos>``. ``max_len`` bounds each side's
     length *including* ``<eos>``. Build it with :func:`load_translation_data`.
+
+    Special tokens are used by id (:attr:`special_ids`): the vocabularies' ``<bos>``,
+    ``<eos>``, ``<pad>``, ``<unk>`` for attnkit's words and subwords, the tokenizer's own
+    ids for an imported Marian model (its ``</s>`` is 0, its decoder starts at ``<pad>``).
     """
 
     def __init__(
@@ -40,7 +56,7 @@ class TranslationData:
         num_dropped: int = 0,
         num_malformed: int = 0,
         source: str = "",
-        tokenizer: SubwordTokenizer | None = None,
+        tokenizer: SubwordTokenizer | MarianTokenizer | None = None,
         texts: dict[str, list[tuple[str, str]]] | None = None,
     ) -> None:
         self.src_vocab = src_vocab
@@ -66,12 +82,36 @@ class TranslationData:
             f"dropped={self.num_dropped}{', ' + repr(self.tokenizer) if self.tokenizer else ''})"
         )
 
+    @property
+    def special_ids(self) -> dict[str, int]:
+        """The target side's ``bos`` (the decoder's first input), ``eos``, ``pad``, ``unk``
+        ids and the source side's ``src_eos``, ``src_pad``."""
+        own = getattr(self.tokenizer, "special_ids", None)
+        if own is not None:  # one vocabulary for both sides
+            return {**own, "src_eos": own["eos"], "src_pad": own["pad"]}
+        tgt, src = self.tgt_vocab, self.src_vocab
+        return {
+            "bos": tgt["<bos>"],
+            "eos": tgt["<eos>"],
+            "pad": tgt["<pad>"],
+            "unk": tgt.unk,
+            "src_eos": src["<eos>"],
+            "src_pad": src["<pad>"],
+        }
+
+    @property
+    def suppress_ids(self) -> tuple[int, ...]:
+        """Target ids decoding never emits: a Marian tokenizer's (pad, ``bad_words_ids``);
+        none for attnkit's own vocabularies (their models never learned to emit them)."""
+        return tuple(getattr(self.tokenizer, "suppress_ids", ()))
+
     def split(self, name: str) -> list[Pair]:
         return getattr(self, one_of("split", name, ("train", "val", "test")))
 
     def _encoded(self, name: str) -> tuple[list[list[int]], list[list[int]]]:
         if name not in self._cache:
-            eos_s, eos_t = self.src_vocab["<eos>"], self.tgt_vocab["<eos>"]
+            ids = self.special_ids
+            eos_s, eos_t = ids["src_eos"], ids["eos"]
             pairs = self.split(name)
             src = [self.src_vocab[s] + [eos_s] for s, _ in pairs]
             tgt = [self.tgt_vocab[t] + [eos_t] for _, t in pairs]
@@ -107,7 +147,7 @@ class TranslationData:
             rank=rank,
             world_size=world_size,
         )
-        pad_s, pad_t = self.src_vocab["<pad>"], self.tgt_vocab["<pad>"]
+        pad_s, pad_t = self.special_ids["src_pad"], self.special_ids["pad"]
         out = []
         for idx in groups:
             s, s_len = pad_ids([src[i] for i in idx], pad_s)  # (B, S), (B,)
@@ -132,7 +172,7 @@ class TranslationData:
             raise TypeError(f"sentences must be a list of str, got one str: {sentences!r}")
         if not sentences:
             raise ValueError(f"sentences must be a non-empty list of str, got {sentences!r}")
-        eos = self.src_vocab["<eos>"]
+        eos = self.special_ids["src_eos"]
         ids = []
         for sentence in sentences:
             tokens = self.source_tokens(sentence)
@@ -144,7 +184,7 @@ class TranslationData:
                     f"max_len={self.max_len}"
                 )
             ids.append(self.src_vocab[tokens] + [eos])
-        return pad_ids(ids, self.src_vocab["<pad>"])
+        return pad_ids(ids, self.special_ids["src_pad"])
 
     @property
     def unit(self) -> str:
@@ -216,13 +256,15 @@ class TranslationData:
         """Inverse of :meth:`to_dict`; the splits are empty. A subword record loads its
         tokenizer files from the checkpoint ``directory``."""
         tokenizer = None
+        vocabs = Vocab.from_dict(d["src_vocab"]), Vocab.from_dict(d["tgt_vocab"])
         if d.get("tokenizer") is not None:
             if directory is None:
                 raise ValueError("a subword checkpoint's data needs its directory to load")
-            tokenizer = SubwordTokenizer.load(directory, d["tokenizer"])
+            tokenizer = load_tokenizer(directory, d["tokenizer"])
+            if isinstance(tokenizer, MarianTokenizer):
+                vocabs = tokenizer.src_vocab, tokenizer.tgt_vocab  # its own <unk> id
         return cls(
-            Vocab.from_dict(d["src_vocab"]),
-            Vocab.from_dict(d["tgt_vocab"]),
+            *vocabs,
             [],
             [],
             [],
