@@ -146,3 +146,30 @@ def test_input_validation(tiny_model):
         greedy_decode(model, src, torch.tensor([3, 3]), bos_id=BOS, eos_id=-1, max_len=3)
     with pytest.raises(TypeError, match="EncoderDecoder"):
         greedy_decode(nn.Linear(2, 2), src, torch.tensor([3, 3]), bos_id=BOS, eos_id=EOS, max_len=3)
+
+
+def test_suppressed_ids_are_never_chosen_by_greedy_or_beam():
+    """Marian's pad (bad_words_ids): its logits are -inf before the argmax / after the
+    log-softmax, so the next best token is chosen; <eos> cannot be suppressed."""
+    from attnkit.inference.beam_search import BeamSearch
+    from attnkit.models.transformer import TransformerConfig, build_transformer
+
+    torch.manual_seed(0)
+    model = build_transformer(TransformerConfig(d_model=16, num_heads=2, d_ff=32), 12, 12).eval()
+    src, src_len = torch.tensor([[4, 5, 6, 3], [7, 8, 3, 1]]), torch.tensor([4, 3])
+    plain = greedy_decode(model, src, src_len, bos_id=2, eos_id=3, max_len=8)
+    banned = sorted({t for row in plain.tokens for t in row})[:2]
+    assert banned  # the plain decode emits them
+    res = greedy_decode(model, src, src_len, bos_id=2, eos_id=3, max_len=8, suppress=banned)
+    assert not {t for row in res.tokens for t in row} & set(banned)
+    with torch.no_grad():  # the first step's choice is the best id not suppressed
+        logits, _ = model.decoder(torch.full((2, 1), 2), model.decoder.init_state(
+            model.encoder(src, src_len), src_len))  # fmt: skip
+    first = logits[:, 0].index_fill(-1, torch.tensor(banned), float("-inf")).argmax(-1)
+    assert [row[0] if row else 3 for row in res.tokens] == first.tolist()
+    beams = BeamSearch(3, 8, 2, 3, suppress=banned)(model, src, src_len)
+    assert not {t for hyps in beams for h in hyps for t in h.tokens} & set(banned)
+    with pytest.raises(ValueError, match="suppress must not hold the <eos> id 3"):
+        greedy_decode(model, src, src_len, bos_id=2, eos_id=3, max_len=8, suppress=[3])
+    with pytest.raises(TypeError, match="suppress must be a sequence of token ids, got int"):
+        BeamSearch(2, 8, 2, 3, suppress=5)

@@ -88,14 +88,22 @@ def attention_maps(
     decoder row is labelled ``<eos>`` only when the model produced it.
     """
     src_vocab, tgt_vocab = data.src_vocab, data.tgt_vocab
-    bos, eos = tgt_vocab["<bos>"], tgt_vocab["<eos>"]
+    specials = getattr(data, "special_ids", None)  # by id: Marian's </s> is 0
+    bos, eos = (
+        (specials["bos"], specials["eos"])
+        if specials is not None
+        else (tgt_vocab["<bos>"], tgt_vocab["<eos>"])
+    )
+    suppress = tuple(getattr(data, "suppress_ids", ()))
     device = next(model.parameters()).device
     src, src_len = data.encode_source([sentence])  # (1, S), (1,)
     src, src_len = src.to(device), src_len.to(device)
     with evaluating(model):
         if tokens is None:
             max_len = data.max_len + 2 if max_len is None else max_len
-            res = greedy_decode(model, src, src_len, bos_id=bos, eos_id=eos, max_len=max_len)
+            res = greedy_decode(
+                model, src, src_len, bos_id=bos, eos_id=eos, max_len=max_len, suppress=suppress
+            )
             tokens, finished = res.tokens[0], res.finished[0]
         outputs = tokens + ([eos] if finished else [])
         dec_in = torch.tensor([[bos, *outputs[:-1]]], device=device) if outputs else None

@@ -41,7 +41,7 @@ from attnkit._validate import integer, positive_int, real
 from attnkit.inference.eval_mode import evaluating
 from attnkit.models.seq2seq import EncoderDecoder
 
-__all__ = ["BeamHypothesis", "BeamSearch", "check_decode_inputs"]
+__all__ = ["BeamHypothesis", "BeamSearch", "check_decode_inputs", "check_suppress"]
 
 
 def check_decode_inputs(model: nn.Module, src: Tensor, src_len: Tensor, max_len: int) -> None:
@@ -82,6 +82,17 @@ def check_decode_inputs(model: nn.Module, src: Tensor, src_len: Tensor, max_len:
     positive_int("max_len", max_len)
 
 
+def check_suppress(suppress: object, eos: int) -> tuple[int, ...]:
+    """``suppress`` (a sequence of target ids decoding never emits) as a sorted tuple of
+    ints >= 0; ``eos`` cannot be one of them (nothing could end)."""
+    if isinstance(suppress, str | bytes) or not hasattr(suppress, "__iter__"):
+        raise TypeError(f"suppress must be a sequence of token ids, got {type(suppress).__name__}")
+    ids = tuple(sorted({integer("suppress", i, minimum=0) for i in suppress}))
+    if eos in ids:
+        raise ValueError(f"suppress must not hold the <eos> id {eos}: no sentence could end")
+    return ids
+
+
 @dataclass(frozen=True)
 class BeamHypothesis:
     tokens: list[int]  # target ids, without <bos> and <eos>
@@ -98,6 +109,8 @@ class BeamSearch:
         max_len: most target tokens generated per sentence (<eos> included, >= 1).
         bos, eos: the target vocabulary's ids of ``<bos>`` and ``<eos>`` (ints >= 0).
         length_penalty: GNMT alpha (0 = none; a finite number >= 0).
+        suppress: target ids never proposed (their log-probabilities set to -inf after the
+            log-softmax, as Hugging Face's ``bad_words_ids``; Marian's pad).
 
     Shape:
         call: src (N, S) long, src_len (N,) -> N lists of k hypotheses.
@@ -107,13 +120,21 @@ class BeamSearch:
     """
 
     def __init__(
-        self, beam_size: int, max_len: int, bos: int, eos: int, length_penalty: float = 0.0
+        self,
+        beam_size: int,
+        max_len: int,
+        bos: int,
+        eos: int,
+        length_penalty: float = 0.0,
+        *,
+        suppress: tuple[int, ...] | list[int] = (),
     ) -> None:
         self.beam_size = positive_int("beam_size", beam_size)
         self.max_len = positive_int("max_len", max_len)
         self.bos = integer("bos", bos, minimum=0)
         self.eos = integer("eos", eos, minimum=0)
         self.length_penalty = real("length_penalty", length_penalty, at_least=0.0)
+        self.suppress = check_suppress(suppress, self.eos)
 
     def _penalty(self, length: Tensor) -> Tensor:
         return ((5.0 + length) / 6.0) ** self.length_penalty
@@ -166,9 +187,12 @@ class BeamSearch:
         out_len = torch.empty(N, k, device=device)
         out_fin = torch.empty(N, k, dtype=torch.bool, device=device)
         row_sentence = sent[live.nonzero()[:, 0]]  # (R,): each decoder row's sentence
+        banned = torch.tensor(self.suppress, dtype=torch.long, device=device)
         for t in range(T):
             logits, state = decoder(X, state)  # (R, 1, V): live hypotheses only
             step = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (R, V)
+            if self.suppress:
+                step = step.index_fill(-1, banned, float("-inf"))
             n, c = log_prob.shape[0], min(k, step.shape[-1])
             # Candidates, c per hypothesis (only a hypothesis's own c best can be among its
             # sentence's k best): a live one's best continuations, a finished one's free

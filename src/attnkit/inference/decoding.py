@@ -26,7 +26,7 @@ from torch import Tensor, nn
 
 from attnkit._validate import boolean, integer, optional, positive_int, real
 from attnkit.attention.recording import record_attention
-from attnkit.inference.beam_search import BeamSearch, check_decode_inputs
+from attnkit.inference.beam_search import BeamSearch, check_decode_inputs, check_suppress
 from attnkit.inference.eval_mode import evaluating
 
 __all__ = ["DecodeResult", "Hypothesis", "check_decode_inputs", "greedy_decode", "translate"]
@@ -67,6 +67,7 @@ def greedy_decode(
     max_len: int,
     return_attention: bool = False,
     on_step: Callable[[nn.Module], None] | None = None,
+    suppress: Sequence[int] = (),
 ) -> DecodeResult:
     """Greedy (argmax) decoding of a batch, stopping each sentence at ``<eos>``.
 
@@ -79,6 +80,8 @@ def greedy_decode(
         return_attention: also return ``decoder.alignment()`` per sentence.
         on_step: called with the decoder after every step (the book's
             ``predict_seq2seq`` uses it to collect ``decoder.attention_weights``).
+        suppress: target ids never chosen (their logits set to -inf before the argmax:
+            Marian's pad, its ``bad_words_ids``).
 
     Shape:
         src: (B, S) long; src_len: (B,); attention[i]: (steps_i, src_len_i).
@@ -93,13 +96,16 @@ def greedy_decode(
     boolean("return_attention", return_attention)
     if on_step is not None and not callable(on_step):
         raise TypeError(f"on_step must be callable or None, got {type(on_step).__name__}")
+    suppress = check_suppress(suppress, eos_id)
     # Attention modules with fused kernels keep their weights only when recording.
     recording = record_attention(model, on=True) if return_attention else nullcontext()
     with evaluating(model), recording:
-        return _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step)
+        return _greedy(
+            model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step, suppress
+        )
 
 
-def _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step):
+def _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step, suppress):
     B, S = src.shape
     device = src.device
     decoder = model.decoder
@@ -109,11 +115,15 @@ def _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_s
     attn = torch.zeros(B, max_len, S, device=device) if return_attention else None  # (B, T, S)
     alive = torch.arange(B, device=device)  # original row of each live row
     y = torch.full((B, 1), bos_id, dtype=torch.long, device=device)  # (B', 1)
+    banned = torch.tensor(suppress, dtype=torch.long, device=device) if suppress else None
     for t in range(max_len):
         logits, state = decoder(y, state)  # (B', 1, V)
         if on_step is not None:
             on_step(decoder)
-        y = logits[:, -1].argmax(dim=-1, keepdim=True)  # (B', 1)
+        last = logits[:, -1]  # (B', V)
+        if banned is not None:
+            last = last.index_fill(-1, banned, float("-inf"))
+        y = last.argmax(dim=-1, keepdim=True)  # (B', 1)
         out[alive, t] = y[:, 0]
         if attn is not None:
             a = decoder.alignment()
@@ -162,7 +172,9 @@ def translate(
         data: a ``TranslationData`` (or anything with ``encode_source``, ``detokenize``,
             ``tgt_vocab`` and, when ``max_len`` is None, ``max_len``): it preprocesses and
             encodes the sentences and turns ids back into text (words joined by spaces,
-            or subword pieces decoded).
+            or subword pieces decoded). Its ``special_ids`` (``bos``, ``eos``) and
+            ``suppress_ids`` are used when it has them; otherwise the target vocabulary's
+            ``<bos>`` and ``<eos>``, nothing suppressed.
         sentences: the source sentences (a list of str, not one str).
         beam: None for greedy decoding, else the beam size of beam search (1 is beam
             search with one hypothesis, which gives greedy's tokens).
@@ -205,8 +217,17 @@ def translate(
             f"data must be a TranslationData, got {type(data).__name__} (no {', '.join(missing)})"
         )
     steps = data.max_len + 2 if max_len is None else max_len
-    bos, eos = data.tgt_vocab["<bos>"], data.tgt_vocab["<eos>"]
-    search = None if beam is None else BeamSearch(beam, steps, bos, eos, length_penalty)
+    specials = getattr(data, "special_ids", None)
+    if specials is not None:
+        bos, eos = specials["bos"], specials["eos"]
+    else:
+        bos, eos = data.tgt_vocab["<bos>"], data.tgt_vocab["<eos>"]
+    suppress = tuple(getattr(data, "suppress_ids", ()))
+    search = (
+        None
+        if beam is None
+        else BeamSearch(beam, steps, bos, eos, length_penalty, suppress=suppress)
+    )
     device = next(model.parameters()).device
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].split()))
     found: list[Hypothesis | None] = [None] * len(sentences)
@@ -215,7 +236,9 @@ def translate(
         src, src_len = data.encode_source([sentences[i] for i in idx])  # (B, S), (B,)
         src, src_len = src.to(device), src_len.to(device)
         if search is None:
-            res = greedy_decode(model, src, src_len, bos_id=bos, eos_id=eos, max_len=steps)
+            res = greedy_decode(
+                model, src, src_len, bos_id=bos, eos_id=eos, max_len=steps, suppress=suppress
+            )
             best = zip(res.tokens, res.finished)
         else:
             best = ((h[0].tokens, h[0].finished) for h in search(model, src, src_len))
