@@ -8,7 +8,8 @@ Both read the one checkpoint format (``attnkit.checkpoint``), check the files' s
 load with ``weights_only`` and return the model in eval mode, its linear layers
 ``PrepackedLinear`` on the CPU (``prepack=True``: the same parameters, laid out once for
 oneDNN, which decodes faster; see ``attnkit.inference.prepacked``). ``load_lm_tokenizer`` gives
-a subword language model's tokenizer.
+a subword language model's tokenizer. ``load_lm_checkpoint`` also takes a Hugging Face GPT-2
+folder or hub name (``attnkit.convert.gpt2``).
 """
 
 from __future__ import annotations
@@ -48,7 +49,26 @@ def load_model(
         ``(model, config)``: the model in eval mode on ``device``, and the parsed
         ``config.json``. Clear errors for an unknown arch, weights that do not fit the
         recorded model config, or another task's checkpoint.
+
+    A Hugging Face MarianMT folder (config.json, weights, source.spm, target.spm,
+    vocab.json), or a hub name fetched when online, loads as well, mapped onto attnkit's
+    Transformer (``attnkit.convert.marian``); its config is the checkpoint config an import
+    writes, plus ``"folder"``: where its tokenizer record's files are.
     """
+    hf = _hf_translator_folder(directory)
+    if hf is not None:
+        from attnkit.convert.hf_files import hf_model_type
+        from attnkit.convert.marian import load_marian
+
+        kind = hf_model_type(hf)
+        if kind != "marian":
+            raise ValueError(
+                f"{directory} is a Hugging Face {kind!r} model; translators import MarianMT "
+                "models (model_type 'marian')"
+            )
+        model, _, cfg = load_marian(hf)
+        cfg["folder"] = str(hf)
+        return _for_inference(model.to(device), prepack), cfg
     ck = load_checkpoint(directory, map_location=device, trainer=False)
     cfg = ck.config
     for key in ("arch", "model_config", "data"):
@@ -64,6 +84,27 @@ def load_model(
     return _for_inference(model.to(device), prepack), cfg
 
 
+def _hf_translator_folder(source: str | os.PathLike) -> Path | None:
+    """The local folder of a MarianMT ``source`` (a folder, or a hub name ``owner/name``
+    that is no local path: fetched, or an error saying where to put the files), else None
+    (an attnkit checkpoint, or nothing there: ``load_checkpoint`` says so)."""
+    from attnkit.convert.hf_files import HFSourceError, is_hf_folder, resolve_source
+    from attnkit.convert.marian import MARIAN_FILES
+
+    path = Path(source)
+    if path.exists():
+        return path if is_hf_folder(path) else None
+    text = os.fspath(source)
+    if text.count("/") != 1 or text.startswith((".", "/", "~")) or "\\" in text:
+        return None
+    try:
+        return resolve_source(text, files=("*.spm", *MARIAN_FILES[2:]))
+    except HFSourceError as e:  # a mistyped checkpoint path, most likely: say both
+        raise FileNotFoundError(
+            f"no checkpoint at {text}: no such folder; as a Hugging Face hub name: {e}"
+        ) from None
+
+
 def load_lm_checkpoint(
     directory: str | os.PathLike, device: torch.device | str = "cpu", *, prepack: bool = True
 ) -> tuple[Any, Vocab, dict[str, Any]]:
@@ -74,6 +115,11 @@ def load_lm_checkpoint(
         device: where the model goes.
         prepack: as :func:`load_model`'s.
 
+    Also a Hugging Face GPT-2 folder (config.json with ``"model_type": "gpt2"``, its
+    weights and tokenizer files) or hub name (fetched when online): the model is
+    attnkit's ``DecoderLM`` with its weights (``attnkit.convert.gpt2``), the vocabulary its
+    byte-level BPE's pieces, the config what ``attnkit lm import`` records.
+
     Returns:
         ``(model, vocab, config)``: the model (an ``RNNLM`` or a ``DecoderLM``) in eval
         mode on ``device``, its vocabulary (a subword model's: its pieces), and the parsed
@@ -83,25 +129,86 @@ def load_lm_checkpoint(
         FileNotFoundError: no ``config.json`` in ``directory``.
         ValueError: a damaged checkpoint, another task's, or a folder of the layout before
             the one format (``model.pt``, ``vocab.json``), which is not read: train again.
+            A GPT-2 folder whose options do not map (the reason is said).
     """
+    hf = _hf_lm_folder(directory)
+    if hf is not None:
+        return _load_gpt2_folder(hf, device, prepack)
     directory = Path(directory)
     cfg_path = directory / CONFIG_NAME
     if not cfg_path.is_file():
         raise FileNotFoundError(
             f"{str(cfg_path)!r} not found: --checkpoint must be a folder written by "
-            "`attnkit lm train --out DIR`"
+            "`attnkit lm train --out DIR` or `attnkit lm import`, or a GPT-2 folder"
         )
     ck = load_checkpoint(directory, map_location=device, trainer=False, task="lm")
     config = ck.config
     arch = lm_arch(config)
     keys = lm_model_keys(arch)
-    missing = [k for k in (*keys, "vocab") if k not in config]
+    bpe = config.get("tokenizer") == "gpt2-bpe"  # its vocabulary: the tokenizer's pieces
+    needed = [k for k in keys if k not in _LM_KEYS_ADDED_LATER] + ([] if bpe else ["vocab"])
+    missing = [k for k in needed if k not in config]
     if missing:
         raise ValueError(f"checkpoint {directory} lacks {missing} in {CONFIG_NAME}")
-    vocab = Vocab.from_dict(config["vocab"])
-    model = lm_config(arch, {k: config[k] for k in keys}).build(len(vocab))
+    model_config = lm_config(arch, {k: config[k] for k in keys if k in config})
+    if bpe:
+        vocab = _padded_vocab(load_lm_tokenizer(directory, config).vocab, config["vocab_size"])
+    else:
+        vocab = Vocab.from_dict(config["vocab"])
+    model = model_config.build(len(vocab))
     load_model_state(model, ck.model_state, directory)
     return _for_inference(model.to(device), prepack), vocab, config
+
+
+# model keys a checkpoint written before them lacks: their defaults (today's model) apply
+_LM_KEYS_ADDED_LATER = frozenset({"activation", "norm_eps"})
+
+
+def _hf_lm_folder(source: str | os.PathLike) -> Path | None:
+    """The local folder of ``source`` when it is a Hugging Face model (a folder, or a hub
+    name ``owner/name`` that is not a local path), else None (an attnkit checkpoint)."""
+    from attnkit.convert.gpt2 import GPT2_TOKENIZER_FILES
+    from attnkit.convert.hf_files import HFSourceError, is_hf_folder, resolve_source
+
+    path = Path(source)
+    if path.exists():
+        return path if is_hf_folder(path) else None
+    text = os.fspath(source)
+    if text.count("/") != 1 or text.startswith((".", "/", "~")):
+        return None
+    try:
+        return resolve_source(text, files=GPT2_TOKENIZER_FILES)
+    except HFSourceError as e:
+        raise FileNotFoundError(
+            f"{text!r} is not a folder: --checkpoint must be a folder written by `attnkit lm "
+            f"train --out DIR` or `attnkit lm import`, a GPT-2 folder, or a hub name ({e})"
+        ) from None
+
+
+def _load_gpt2_folder(folder: Path, device, prepack: bool):
+    """A GPT-2 folder as ``load_lm_checkpoint`` returns a checkpoint."""
+    from attnkit.convert.gpt2 import lm_record, load_gpt2
+    from attnkit.convert.hf_files import hf_model_type
+
+    kind = hf_model_type(folder)
+    if kind != "gpt2":
+        raise ValueError(
+            f"{folder} holds a Hugging Face {kind!r} model; a language model must be GPT-2 "
+            "(model_type 'gpt2')"
+        )
+    model, tokenizer, _ = load_gpt2(folder, device=device)
+    config = lm_record(model, {**tokenizer.meta(), "folder": str(folder)}, str(folder))
+    vocab = _padded_vocab(tokenizer.vocab, model.vocab_size)
+    return _for_inference(model, prepack), vocab, config
+
+
+def _padded_vocab(vocab: Vocab, size: int) -> Vocab:
+    """``vocab`` with placeholder names up to the model's ``size`` rows (a model may have
+    more output rows than its tokenizer has pieces)."""
+    if len(vocab) >= size:
+        return vocab
+    extra = [f"<unused {i}>" for i in range(len(vocab), size)]
+    return Vocab.from_dict({"idx_to_token": [*vocab.idx_to_token, *extra]})
 
 
 def _for_inference(model, prepack: bool):
@@ -111,12 +218,19 @@ def _for_inference(model, prepack: bool):
     return model.eval()
 
 
-def load_lm_tokenizer(
-    directory: str | os.PathLike, config: dict[str, Any]
-) -> LMSubwordTokenizer | None:
-    """The SentencePiece tokenizer of a language-model checkpoint trained with
-    ``--tokenizer sentencepiece`` (its file beside config.json, sha256-checked), or None
-    for a character or word model (their vocabulary is the checkpoint's "vocab")."""
-    if config.get("tokenizer", "book") != "sentencepiece":
+def load_lm_tokenizer(directory: str | os.PathLike, config: dict[str, Any]):
+    """The subword tokenizer of a language-model checkpoint: SentencePiece (trained with
+    ``--tokenizer sentencepiece``) or GPT-2's byte-level BPE (``attnkit lm import``; a
+    GPT-2 folder's own files), its file beside config.json, sha256-checked; None for a
+    character or word model (their vocabulary is the checkpoint's "vocab")."""
+    kind = config.get("tokenizer", "book")
+    if kind == "gpt2-bpe":
+        from attnkit.convert.gpt2_tokenizer import GPT2BPETokenizer
+
+        meta = config.get("tokenizer_model")
+        if isinstance(meta, dict) and "folder" in meta:  # a GPT-2 folder loaded directly
+            return GPT2BPETokenizer.from_folder(meta["folder"])
+        return GPT2BPETokenizer.load(directory, meta)
+    if kind != "sentencepiece":
         return None
     return LMSubwordTokenizer.load(directory, config.get("tokenizer_model"))

@@ -144,7 +144,8 @@ class Translator:
         model, cfg = load_model(checkpoint_dir, device, prepack=not int8)
         if int8:
             quantize_int8(model)
-        data = TranslationData.from_dict(cfg["data"], checkpoint_dir)
+        # a MarianMT folder's tokenizer files are in it ("folder": a hub name's download)
+        data = TranslationData.from_dict(cfg["data"], cfg.get("folder", checkpoint_dir))
         translator = cls(model, data, model_config=cfg.get("model_config"), arch=str(cfg["arch"]))
         translator.config = cfg
         return translator
