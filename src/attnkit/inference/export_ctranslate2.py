@@ -15,18 +15,24 @@ How attnkit's Transformer maps onto CTranslate2's ``TransformerSpec``:
 - pre-norm or post-norm (``pre_norm`` of the config); pre-norm's final LayerNorm of the
   encoder and the decoder is the spec's ``layer_norm``; every LayerNorm has eps 1e-5
   (PyTorch's, recorded as ``layer_norm_epsilon``);
-- embeddings times sqrt(D) (``scale_embeddings``) plus attnkit's own sinusoidal table
-  (interleaved sin/cos, not CTranslate2's concatenated halves), given as the spec's
-  ``position_encodings``; the encoder's and decoder's embeddings stay separate matrices
-  (attnkit ties none) and CTranslate2 writes one ``shared_vocabulary.json`` when the two
-  vocabularies are the same list (a joint SentencePiece model);
+- embeddings times sqrt(D) or 1 (``scale_embedding`` of the config: the spec's
+  ``scale_embeddings``) plus the model's own sinusoidal table (the book's interleaved
+  sin/cos, or Marian's halves), given as the spec's ``position_encodings``; the encoder's
+  and decoder's embeddings are written as two matrices even when tied (``tie_embeddings``:
+  the same values; CTranslate2 aliases equal weights) and CTranslate2 writes one
+  ``shared_vocabulary.json`` when the two vocabularies are the same list (a joint
+  SentencePiece model, an imported Marian one);
 - self-attention: the fused ``W_qkv`` (3D, D), rows q, k, v, is the spec's ``linear[0]``
   as it is; encoder-decoder attention: rows q of ``W_qkv`` are ``linear[0]``, rows k, v
   ``linear[1]``; ``W_o`` the last ``linear``; biases when the model has them;
-- the position-wise FFN (ReLU) is ``ffn.linear_0``/``linear_1``; ``decoder.dense`` the
-  output ``projection``;
-- tokens: ``<unk>``, ``<bos>`` (the decoder's start), ``<eos>`` (appended to every source,
-  ``add_source_eos``), at the ids attnkit's SentencePiece models give them.
+- the position-wise FFN is ``ffn.linear_0``/``linear_1``, its activation the spec's
+  (relu RELU, gelu GELU, gelu-tanh GELUTanh, silu SWISH); ``decoder.dense`` the output
+  ``projection``, its bias (Marian's logits bias) the projection's;
+- tokens: unk, bos (the decoder's start), eos (appended to every source,
+  ``add_source_eos``) by the data's ids (``TranslationData.special_ids``): ``<unk>``,
+  ``<bos>``, ``<eos>`` for attnkit's SentencePiece models, ``<unk>``, ``<pad>``, ``</s>``
+  for Marian's. Ids decoding suppresses (Marian's pad) are CTranslate2's
+  ``suppress_sequences`` argument at translation time (the README says so).
 """
 
 from __future__ import annotations
@@ -42,6 +48,9 @@ from torch import nn
 from attnkit._validate import one_of, optional
 
 __all__ = ["PEERS_INSTALL", "QUANTIZATIONS", "export_ctranslate2", "transformer_spec"]
+
+# attnkit's FFN activation -> the name of CTranslate2's common_spec.Activation member
+_CT2_ACTIVATIONS = {"relu": "RELU", "gelu": "GELU", "gelu-tanh": "GELUTanh", "silu": "SWISH"}
 
 PEERS_INSTALL = "pip install 'attnkit[peers]'"
 QUANTIZATIONS = ("float32", "float16", "bfloat16", "int8", "int8_float32", "int16")
@@ -59,13 +68,20 @@ def _ctranslate2():
     return ctranslate2
 
 
-def transformer_spec(model: nn.Module, src_tokens: list[str], tgt_tokens: list[str]) -> Any:
+def transformer_spec(
+    model: nn.Module,
+    src_tokens: list[str],
+    tgt_tokens: list[str],
+    special_ids: dict[str, int] | None = None,
+) -> Any:
     """CTranslate2's ``TransformerSpec`` of an attnkit Transformer, weights and vocabularies set.
 
     Args:
         model: an ``EncoderDecoder`` built by ``build_transformer`` (arch "transformer").
         src_tokens, tgt_tokens: the source and target vocabularies in id order; they must
-            hold ``<unk>``, ``<bos>`` and ``<eos>`` and match the embeddings' sizes.
+            match the embeddings' sizes and hold the special tokens.
+        special_ids: the target ids of ``unk``, ``bos`` (the decoder's start) and ``eos``
+            (``TranslationData.special_ids``); None: ``<unk>``, ``<bos>``, ``<eos>`` by name.
 
     Returns:
         A ``ctranslate2.specs.TransformerSpec`` (not yet validated or saved).
@@ -90,16 +106,22 @@ def transformer_spec(model: nn.Module, src_tokens: list[str], tgt_tokens: list[s
                 f"the {side} vocabulary has {len(tokens)} tokens, the model's embedding "
                 f"{stack.vocab_size}"
             )
-        missing = [t for t in ("<unk>", "<bos>", "<eos>") if t not in tokens]
-        if missing:
-            raise ValueError(f"the {side} vocabulary has no {', '.join(missing)}")
+        if special_ids is None:
+            missing = [t for t in ("<unk>", "<bos>", "<eos>") if t not in tokens]
+            if missing:
+                raise ValueError(f"the {side} vocabulary has no {', '.join(missing)}")
+    if special_ids is None:
+        unk, bos, eos = "<unk>", "<bos>", "<eos>"
+    else:
+        unk, bos, eos = (tgt_tokens[special_ids[k]] for k in ("unk", "bos", "eos"))
     specs = _ctranslate2().specs
     config = encoder.config
+    activation = getattr(specs.common_spec.Activation, _CT2_ACTIVATIONS[config.activation])
     spec = specs.TransformerSpec.from_config(
         (config.num_layers, decoder.config.num_layers),
         config.num_heads,
         pre_norm=config.pre_norm,
-        activation=specs.common_spec.Activation.RELU,
+        activation=activation,
     )
     _set_stack(spec.encoder, encoder)
     _set_stack(spec.decoder, decoder)
@@ -114,8 +136,8 @@ def transformer_spec(model: nn.Module, src_tokens: list[str], tgt_tokens: list[s
     spec.register_source_vocabulary(list(src_tokens))
     spec.register_target_vocabulary(list(tgt_tokens))
     cfg = spec.config
-    cfg.unk_token, cfg.bos_token, cfg.eos_token = "<unk>", "<bos>", "<eos>"
-    cfg.decoder_start_token, cfg.add_source_bos, cfg.add_source_eos = "<bos>", False, True
+    cfg.unk_token, cfg.bos_token, cfg.eos_token = unk, bos, eos
+    cfg.decoder_start_token, cfg.add_source_bos, cfg.add_source_eos = bos, False, True
     cfg.layer_norm_epsilon = _layer_norm_eps(model)
     return spec
 
@@ -159,11 +181,11 @@ def _set_layer_norm(spec, ln: nn.LayerNorm) -> None:
 
 
 def _set_stack(spec, stack) -> None:
-    """Embeddings (scaled by sqrt(D): the spec's default), positions, final LayerNorm."""
+    """Embeddings (scaled by sqrt(D) or not), positions, final LayerNorm."""
     # the encoder's spec holds a list of source embeddings (one here), the decoder's one
     table = spec.embeddings[0] if isinstance(spec.embeddings, list) else spec.embeddings
     table.weight = _weight(stack.embedding.weight)
-    spec.scale_embeddings = True
+    spec.scale_embeddings = bool(stack.config.scale_embedding)
     spec.position_encodings.encodings = _weight(stack.pos_encoding.P[0])  # (max_len, D)
     if stack.config.pre_norm:
         _set_layer_norm(spec.layer_norm, stack.final_norm)
@@ -239,6 +261,7 @@ def export_ctranslate2(
         ModuleNotFoundError: ctranslate2 is not installed (``pip install 'attnkit[peers]'``).
     """
     from attnkit.checkpoint import read_checkpoint_config
+    from attnkit.convert.hf_files import is_hf_folder
     from attnkit.inference.translator import Translator
 
     quantization = optional(one_of, "quantization", quantization, QUANTIZATIONS)
@@ -248,8 +271,11 @@ def export_ctranslate2(
     if not out.parent.is_dir():
         raise FileNotFoundError(f"cannot create {out}: the folder {out.parent} does not exist")
     what = f"cannot export {checkpoint} to CTranslate2"
+    hf_folder = is_hf_folder(checkpoint)  # a MarianMT folder: imported as it loads
     try:
-        cfg = read_checkpoint_config(checkpoint)
+        cfg = (
+            Translator.load(checkpoint).config if hf_folder else read_checkpoint_config(checkpoint)
+        )
     except ValueError as e:
         raise ValueError(f"{what}: {e}") from None
     if cfg.get("arch") != "transformer":
@@ -267,18 +293,27 @@ def export_ctranslate2(
     translator = Translator.load(checkpoint)  # checks the weights' and tokenizer's sha256
     data = translator.data
     spec = transformer_spec(
-        translator.model, data.src_vocab.idx_to_token, data.tgt_vocab.idx_to_token
-    )
+        translator.model, data.src_vocab.idx_to_token, data.tgt_vocab.idx_to_token,
+        data.special_ids,
+    )  # fmt: skip
     spec.validate()
     spec.optimize(quantization=quantization)
     sp_files = [checkpoint / Path(name).name for name in record["files"]]
-    sp_names = ["sentencepiece.model"] if record.get("joint") else ["source.model", "target.model"]
+    marian = record.get("kind") == "marian"
+    if marian:  # Marian's two SentencePiece models (its vocab.json: the vocabulary here)
+        sp_files, sp_names = sp_files[:2], ["source.spm", "target.spm"]
+    elif record.get("joint"):
+        sp_names = ["sentencepiece.model"]
+    else:
+        sp_names = ["source.model", "target.model"]
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         spec.save(str(tmp))
         for src, name in zip(sp_files, sp_names, strict=True):
             shutil.copyfile(src, tmp / name)
         readme = _readme(out.name, sp_names, translator.decode_steps(), data.max_len, quantization)
+        if marian:
+            readme += _MARIAN_NOTE
         (tmp / "README.md").write_text(readme, encoding="utf-8")
         os.chmod(tmp, 0o755)
         if out.exists():
@@ -341,4 +376,16 @@ print([{decoder}.decode(r.hypotheses[0]) for r in results])
 - Beam search: CTranslate2 divides a hypothesis's log-probability by
   `length ** length_penalty`, attnkit by the GNMT penalty `((5 + length) / 6) ** alpha`,
   so beam outputs may differ from attnkit's.
+"""
+
+
+_MARIAN_NOTE = """
+## An imported Marian model
+
+The SentencePiece models are Marian's `source.spm` (English) and `target.spm` (French);
+the text goes in **as it is** (no lower-casing: the rules above are attnkit's own
+models'), the vocabulary is Marian's (`</s>` ends, decoding starts from `<pad>`).
+Marian never emits `<pad>`: pass `suppress_sequences=[["<pad>"]]` to `translate_batch`
+(attnkit and Hugging Face suppress it), and decode the target pieces with
+`"".join(pieces).replace("\u2581", " ").strip()`.
 """
