@@ -5,6 +5,7 @@
     attnkit translate eval --checkpoint runs/bahdanau              # test BLEU + chrF
     attnkit translate run --checkpoint runs/bahdanau "i lost ." --heatmap align.png
     attnkit translate export --checkpoint runs/base --to ctranslate2 runs/base-ct2
+    attnkit translate import --from hf Helsinki-NLP/opus-mt-en-fr runs/opus-en-fr
 
 ``eval`` and ``run`` live in :mod:`attnkit.cli.translate_trained`; this module parses all
 three verbs and trains.
@@ -163,6 +164,9 @@ def register(sub) -> None:
     from attnkit.cli.translate_export import register_export
 
     register_export(verbs)  # attnkit translate export --checkpoint DIR --to ctranslate2 OUT
+    from attnkit.cli.translate_import import register_import
+
+    register_import(verbs)  # attnkit translate import --from hf SRC OUT
 
     r = verbs.add_parser("run", help="translate sentences with a checkpoint")
     r.add_argument("--checkpoint", required=True, metavar="DIR")

@@ -1,8 +1,14 @@
-"""``attnkit translate export``: a trained Transformer translator as a CTranslate2 model folder.
+"""``attnkit translate export``: a trained Transformer translator as a CTranslate2 model
+folder or a Hugging Face MarianMT folder.
 
     attnkit translate export --checkpoint runs/base --to ctranslate2 runs/base-ct2
     attnkit translate export --checkpoint runs/base --to ctranslate2 runs/base-int8 \\
         --quantization int8
+    attnkit translate export --checkpoint runs/opus-en-fr --to hf runs/opus-en-fr-hf
+
+``--to hf`` writes config.json, generation_config.json, model.safetensors and the tokenizer
+where one maps (:func:`attnkit.convert.marian_export.export_marian`; docs/real-models.md);
+``MarianMTModel.from_pretrained`` loads it and its greedy ``generate`` gives attnkit's ids.
 
 The folder (weights, vocabularies, the SentencePiece model, a README of how to load it)
 is written by :func:`attnkit.inference.export_ctranslate2.export_ctranslate2`; greedy
@@ -16,7 +22,7 @@ import argparse
 
 __all__ = ["FORMATS", "register_export", "run_export"]
 
-FORMATS = ("ctranslate2",)
+FORMATS = ("ctranslate2", "hf")
 
 
 def register_export(verbs) -> None:
@@ -24,11 +30,14 @@ def register_export(verbs) -> None:
     from attnkit.inference.export_ctranslate2 import QUANTIZATIONS
 
     x = verbs.add_parser(
-        "export", help="write a trained Transformer translator as a CTranslate2 model folder"
+        "export",
+        help="write a Transformer translator as a CTranslate2 or a Hugging Face MarianMT folder",
     )
-    x.add_argument("--checkpoint", required=True, metavar="DIR", help="a Transformer trained "
-                   "with --tokenizer sentencepiece (attnkit translate train)")  # fmt: skip
-    x.add_argument("--to", required=True, choices=FORMATS, help="the format to write")
+    x.add_argument("--checkpoint", required=True, metavar="DIR", help="a Transformer "
+                   "checkpoint (ctranslate2: trained with --tokenizer sentencepiece, or "
+                   "imported) or a MarianMT folder")  # fmt: skip
+    x.add_argument("--to", required=True, choices=FORMATS,
+                   help="ctranslate2, or hf (a MarianMT folder)")  # fmt: skip
     x.add_argument("out", metavar="OUT", help="the folder to create (it must not exist)")
     x.add_argument(
         "--quantization",
@@ -46,10 +55,30 @@ def run_export(args: argparse.Namespace) -> int:
 
     if args.to not in FORMATS:
         raise ValueError(f"--to {args.to!r}: the formats are {', '.join(FORMATS)}")
+    if args.to == "hf":
+        return _export_hf(args)
     try:
         out = export_ctranslate2(args.checkpoint, args.out, quantization=args.quantization)
     except ModuleNotFoundError as e:  # ctranslate2 missing: a plain error, not a traceback
         raise RuntimeError(str(e)) from None
     print(f"exported {args.checkpoint} to {out} (CTranslate2): how to load it is in "
           f"{out / 'README.md'}")  # fmt: skip
+    return 0
+
+
+def _export_hf(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from attnkit.convert.marian_export import export_marian
+    from attnkit.inference.translator import Translator
+
+    if args.quantization is not None:
+        raise ValueError("--quantization is CTranslate2's; --to hf writes float32 weights")
+    out = Path(args.out)
+    if out.exists():
+        raise ValueError(f"{out} exists: --to hf writes a new folder")
+    translator = Translator.load(args.checkpoint)
+    note = export_marian(translator.model, translator.data, out)
+    print(f"exported {args.checkpoint} to {out} (Hugging Face MarianMT): "
+          f"MarianMTModel.from_pretrained({str(out)!r}); {note}")  # fmt: skip
     return 0

@@ -35,8 +35,8 @@ def run_average(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from attnkit.data.subword import SubwordTokenizer
     from attnkit.data.translation import load_translation_data
+    from attnkit.data.translation_data import load_tokenizer
     from attnkit.inference.int8 import quantize_int8
     from attnkit.inference.loading import load_model
     from attnkit.inference.translator import Translator
@@ -54,10 +54,15 @@ def run_eval(args: argparse.Namespace) -> int:
     data_args = dict(cfg.get("data_args") or {})
     if args.data is not None:
         data_args["data"] = args.data
-    if cfg["data"].get("tokenizer") is not None:  # the checkpoint's subword models, as trained
-        data_args["subword"] = SubwordTokenizer.load(args.checkpoint, cfg["data"]["tokenizer"])
+    record = cfg["data"].get("tokenizer")
+    imported = isinstance(record, dict) and record.get("kind") == "marian"
+    if record is not None:  # the checkpoint's subword models, as trained (or imported)
+        data_args["subword"] = load_tokenizer(cfg.get("folder", args.checkpoint), record)
+    if imported:  # an imported Marian model: its tokenizer on the given corpus
+        data_args.setdefault("tokenizer", "sentencepiece")
+        data_args.setdefault("max_len", cfg["data"]["max_len"])
     data = load_translation_data(**data_args)
-    if json.loads(json.dumps(data.to_dict())) != cfg["data"]:
+    if not imported and json.loads(json.dumps(data.to_dict())) != cfg["data"]:
         raise ValueError(
             f"the data ({data_args.get('data') or 'generated'}) does not give the vocabularies "
             f"of checkpoint {args.checkpoint}; pass the file it was trained on with --data"
