@@ -31,9 +31,11 @@ def test_cli_errors_are_messages_not_tracebacks(capsys):
 
 
 def test_import_attnkit_stays_light():
-    """matplotlib, sacrebleu and fastapi load on first use, not with ``import attnkit``."""
+    """matplotlib, sacrebleu, fastapi and the Hugging Face readers (transformers, safetensors,
+    tokenizers, huggingface_hub) load on first use, not with ``import attnkit``."""
     code = (
-        "import sys, attnkit; heavy = ('matplotlib', 'sacrebleu', 'fastapi', 'uvicorn');"
+        "import sys, attnkit; heavy = ('matplotlib', 'sacrebleu', 'fastapi', 'uvicorn',"
+        " 'transformers', 'safetensors', 'tokenizers', 'huggingface_hub');"
         "print(sorted(m for m in heavy if m in sys.modules)); attnkit.show_heatmaps;"
         "print('matplotlib' in sys.modules)"
     )
