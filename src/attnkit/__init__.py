@@ -59,8 +59,13 @@ from attnkit.training.translation import TrainConfig, Trainer
 
 __version__ = "0.1.0"
 
-# Drawing needs matplotlib: imported on first use, so ``import attnkit`` stays light.
-_LAZY = {"plot_curves": "attnkit.viz", "show_heatmaps": "attnkit.viz"}
+# Drawing needs matplotlib: imported on first use, so ``import attnkit`` stays light; so
+# are the notebook views (``show_attention``: attnkit.views, above training in the layers).
+_LAZY = {
+    "plot_curves": "attnkit.viz",
+    "show_heatmaps": "attnkit.viz",
+    "show_attention": "attnkit.views",
+}
 
 
 def __getattr__(name: str):
@@ -140,6 +145,7 @@ __all__ = [
     "register_arch",
     "scaled_dot_product",
     "sequence_mask",
+    "show_attention",
     "show_heatmaps",
     "sinusoidal_table",
     "tokenize",

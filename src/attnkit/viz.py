@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 
 from attnkit._validate import boolean
 
-__all__ = ["plot_curves", "save_figure", "show_heatmaps"]
+__all__ = ["attention_panels", "plot_curves", "save_figure", "show_heatmaps"]
 
 
 def save_figure(fig: Figure, path: str | os.PathLike | None) -> Path | None:
@@ -141,5 +141,45 @@ def plot_curves(
     ax.grid(True, alpha=0.3)
     if curves:
         ax.legend()
+    save_figure(fig, path)
+    return fig
+
+
+def attention_panels(
+    panels: Sequence[tuple[str, torch.Tensor, Sequence[str], Sequence[str]]],
+    *,
+    title: str = "",
+    path: str | os.PathLike | None = None,
+    cmap: str = "Reds",
+) -> Figure:
+    """Heatmaps side by side, one per ``(caption, matrix (Q, K), row tokens (Q), column
+    tokens (K))``, each coloured from 0 to its own largest weight with the tokens on the
+    axes (every n-th token beyond 40). The static picture of ``attnkit.show_attention``."""
+    if not panels:
+        raise ValueError("panels must hold at least one (caption, matrix, rows, cols)")
+    sizes = []
+    for i, (_, m, rows, cols) in enumerate(panels):
+        if m.dim() != 2 or tuple(m.shape) != (len(rows), len(cols)):
+            raise ValueError(
+                f"panels[{i}]: the matrix {tuple(m.shape)} must be (len(rows), len(cols)) = "
+                f"({len(rows)}, {len(cols)})"
+            )
+        sizes.append((max(2.5, 0.22 * min(len(cols), 60) + 1.5),
+                      max(2.5, 0.22 * min(len(rows), 60) + 1.5)))  # fmt: skip
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(sum(w for w, _ in sizes), max(h for _, h in sizes) + 0.4),
+        squeeze=False, gridspec_kw={"width_ratios": [w for w, _ in sizes]},
+    )  # fmt: skip
+    for ax, (caption, m, rows, cols) in zip(axes[0], panels):
+        m = m.detach().float().cpu()
+        ax.imshow(m.numpy(), cmap=cmap, vmin=0.0, vmax=float(m.max()) or 1.0, aspect="auto")
+        for ticks, labels, rotation in ((ax.set_xticks, cols, 90), (ax.set_yticks, rows, 0)):
+            every = max(1, -(-len(labels) // 40))
+            ticks(range(0, len(labels), every), list(labels)[::every], rotation=rotation,
+                  fontsize=8)  # fmt: skip
+        ax.set_title(caption, fontsize=9)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
     save_figure(fig, path)
     return fig

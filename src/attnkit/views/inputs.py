@@ -1,0 +1,196 @@
+"""What the views draw: attention maps of any source as a list of :class:`Panel`.
+
+A panel is one kind of attention (encoder self, decoder self, cross, a language model's
+causal self-attention, or any tensor) with its token lists: ``weights`` (L, H, Q, K), Q
+query tokens (rows), K key tokens (columns). :func:`panels_from` turns every input
+:func:`attnkit.show_attention` takes into panels, checking shapes, token lists and values
+at the boundary (a ``TypeError`` or ``ValueError`` naming the argument).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from attnkit.inference.attention_maps import AttentionMaps
+
+__all__ = ["LMMaps", "Panel", "as_weights", "check_tokens", "panels_from"]
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One kind of attention: ``weights`` (L, H, Q, K) float32 on the CPU, rows labelled by
+    ``queries`` (Q), columns by ``keys`` (K); ``qname``/``kname`` say what a row and a column
+    are ("query"/"key", "target"/"source")."""
+
+    key: str
+    title: str
+    queries: list[str]
+    keys: list[str]
+    weights: Tensor
+    qname: str = "query"
+    kname: str = "key"
+
+
+@dataclass
+class LMMaps:
+    """A language model's attention over one token sequence: ``attention`` (L, H, K, K),
+    causal (row i attends to positions <= i), ``tokens`` (K), the first ``prompt_length``
+    of them the prompt (0: not said)."""
+
+    tokens: list[str]
+    attention: Tensor
+    prompt_length: int = 0
+
+
+def as_weights(name: str, value: object) -> Tensor:
+    """``value`` (a tensor or array of 2 to 4 dims: (Q, K), (H, Q, K) or (L, H, Q, K)) as a
+    float32 CPU tensor (L, H, Q, K); non-empty, finite and >= 0, or a clear error."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be a tensor of attention weights, got {type(value).__name__}")
+    try:
+        w = torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise TypeError(
+            f"{name} must be a tensor of attention weights, got {type(value).__name__}: {e}"
+        ) from None
+    if not (w.is_floating_point() or w.dtype in (torch.uint8, torch.int32, torch.int64)):
+        raise TypeError(f"{name} must hold real numbers, got {w.dtype}")
+    if not 2 <= w.dim() <= 4:
+        raise ValueError(
+            f"{name} must be (Q, K), (H, Q, K) or (L, H, Q, K): 2 to 4 dims, got shape "
+            f"{tuple(w.shape)}"
+        )
+    if w.numel() == 0:
+        raise ValueError(f"{name} is empty: shape {tuple(w.shape)} holds no weights")
+    w = w.detach().to("cpu", torch.float32)
+    while w.dim() < 4:
+        w = w.unsqueeze(0)
+    bad = ~torch.isfinite(w)
+    if bad.any():
+        at = [int(i) for i in bad.nonzero()[0]]
+        raise ValueError(
+            f"{name} holds {int(bad.sum())} non-finite weights (NaN or inf), the first at "
+            f"layer {at[0]}, head {at[1]}, query {at[2]}, key {at[3]}"
+        )
+    if float(w.min()) < 0:
+        raise ValueError(f"{name} holds negative weights (min {float(w.min()):.4g}); "
+                         "attention weights are >= 0")  # fmt: skip
+    return w
+
+
+def check_tokens(name: str, tokens: object, size: int, axis: str) -> list[str]:
+    """``tokens`` as a list of ``size`` strings (``None``: their positions ``0 .. size-1``)."""
+    if tokens is None:
+        return [str(i) for i in range(size)]
+    if isinstance(tokens, str) or not isinstance(tokens, Sequence):
+        raise TypeError(f"{name} must be a list of strings, got {type(tokens).__name__}")
+    bad = [i for i, t in enumerate(tokens) if not isinstance(t, str)]
+    if bad:
+        raise TypeError(
+            f"{name} must be a list of strings; item {bad[0]} is "
+            f"{type(tokens[bad[0]]).__name__} ({tokens[bad[0]]!r})"
+        )
+    if len(tokens) != size:
+        raise ValueError(f"{name} has {len(tokens)} tokens but the maps have {size} {axis}")
+    return list(tokens)
+
+
+def _translator_panels(maps: AttentionMaps) -> list[Panel]:
+    kinds = [
+        ("encoder_self", "encoder self-attention", maps.encoder_self,
+         "source", "source", "query", "key"),
+        ("decoder_self", "decoder self-attention", maps.decoder_self,
+         "decoder_inputs", "decoder_inputs", "query", "key"),
+        ("cross", "encoder-decoder attention" if maps.encoder_self is not None
+         else "alignment (Bahdanau)", maps.cross, "outputs", "source", "target", "source"),
+    ]  # fmt: skip
+    panels = []
+    for key, title, w, rows, cols, qname, kname in kinds:
+        if w is None:
+            continue
+        w = as_weights(f"maps.{key}", w)
+        queries = check_tokens(f"maps.{rows}", getattr(maps, rows), w.shape[2], "rows (queries)")
+        keys = check_tokens(f"maps.{cols}", getattr(maps, cols), w.shape[3], "columns (keys)")
+        panels.append(Panel(key, title, queries, keys, w, qname, kname))
+    if not panels:
+        raise ValueError("maps holds no attention weights to draw (encoder_self, decoder_self "
+                         "and cross are all None)")  # fmt: skip
+    return panels
+
+
+def _generation_panel(maps: object) -> Panel:
+    """The explorer's continuation (``prompt_tokens`` P, ``new_tokens`` N, ``attention``
+    (L, H, N, K = P + N - 1)): row j is the attention that chose new token j."""
+    w = as_weights("maps.attention", maps.attention)
+    prompt, new = list(maps.prompt_tokens), list(maps.new_tokens)
+    context = prompt + new[:-1]
+    queries = check_tokens("maps.new_tokens", new, w.shape[2], "rows (new tokens)")
+    keys = check_tokens("maps.prompt_tokens + new_tokens[:-1]", context, w.shape[3],
+                        "columns (context positions)")  # fmt: skip
+    return Panel("lm", "each new token's attention over its context", queries, keys, w,
+                 "new token", "context token")  # fmt: skip
+
+
+def panels_from(
+    maps: object,
+    tokens: Sequence[str] | None = None,
+    query_tokens: Sequence[str] | None = None,
+    title: str | None = None,
+) -> list[Panel]:
+    """Panels of ``maps``: an :class:`~attnkit.inference.attention_maps.AttentionMaps` (a
+    translator), :class:`LMMaps` (a language model), a generation result with
+    ``prompt_tokens``, ``new_tokens`` and ``attention`` (the explorer's), a list of panels,
+    or a tensor (Q, K), (H, Q, K) or (L, H, Q, K) with ``tokens`` (K keys; also the queries
+    when Q == K and ``query_tokens`` is None) and ``query_tokens`` (Q)."""
+    if isinstance(maps, AttentionMaps):
+        _no_tokens(tokens, query_tokens, "AttentionMaps")
+        return _translator_panels(maps)
+    if isinstance(maps, LMMaps):
+        _no_tokens(tokens, query_tokens, "LMMaps")
+        w = as_weights("maps.attention", maps.attention)
+        if w.shape[2] != w.shape[3]:
+            raise ValueError(f"maps.attention must be square (L, H, K, K), got {tuple(w.shape)}")
+        toks = check_tokens("maps.tokens", maps.tokens, w.shape[3], "positions")
+        name = "causal self-attention"
+        if 0 < maps.prompt_length < len(toks):  # say where the continuation starts
+            name += f" (prompt: the first {maps.prompt_length} tokens)"
+        return [Panel("lm", title or name, toks, toks, w)]
+    if all(hasattr(maps, a) for a in ("prompt_tokens", "new_tokens", "attention")):
+        _no_tokens(tokens, query_tokens, "a generation result")
+        if maps.attention is None:
+            raise ValueError("maps.attention is None: a recurrent model has no attention to draw")
+        return [_generation_panel(maps)]
+    if isinstance(maps, (list, tuple)) and maps and all(isinstance(p, Panel) for p in maps):
+        _no_tokens(tokens, query_tokens, "a Panel")
+        return [_checked(p, f"maps[{i}]") for i, p in enumerate(maps)]
+    w = as_weights("maps", maps)
+    keys = check_tokens("tokens", tokens, w.shape[3], "keys (columns)")
+    if query_tokens is None and tokens is not None and w.shape[2] != w.shape[3]:
+        raise ValueError(
+            f"maps has {w.shape[2]} queries and {w.shape[3]} keys: pass query_tokens "
+            f"({w.shape[2]} labels for the rows) as well as tokens (the columns)"
+        )
+    queries = keys if query_tokens is None and w.shape[2] == w.shape[3] else check_tokens(
+        "query_tokens", query_tokens, w.shape[2], "queries (rows)")  # fmt: skip
+    return [Panel("attention", title or "attention", queries, keys, w)]
+
+
+def _checked(panel: Panel, name: str) -> Panel:
+    w = as_weights(f"{name}.weights", panel.weights)
+    queries = check_tokens(f"{name}.queries", panel.queries, w.shape[2], "rows (queries)")
+    keys = check_tokens(f"{name}.keys", panel.keys, w.shape[3], "columns (keys)")
+    return Panel(panel.key, panel.title, queries, keys, w, panel.qname, panel.kname)
+
+
+def _no_tokens(tokens, query_tokens, what: str) -> None:
+    if tokens is not None or query_tokens is not None:
+        raise TypeError(f"tokens and query_tokens are for tensors; {what} carries its own tokens")
+
+
+def total_weights(panels: list[Panel]) -> int:
+    return sum(math.prod(p.weights.shape) for p in panels)
