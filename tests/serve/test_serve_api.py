@@ -209,7 +209,8 @@ def test_openapi_documents_the_api(client):
     [
         ("/", "text/html", b"<!doctype html>"),
         ("/static/index.html", "text/html", b"heatmaps"),
-        ("/static/app.js", "text/javascript", b"function heatmap"),
+        ("/static/app.js", "text/javascript", b"function drawMaps"),
+        ("/static/heatmap.js", "text/javascript", b"ns.heatmap = function heatmap"),
         ("/static/style.css", "text/css", b"font-family"),
     ],
 )
@@ -221,7 +222,7 @@ def test_static_assets(client, path, ctype, needle):
 
 
 def test_page_loads_nothing_from_elsewhere(client):
-    for path in ("/", "/static/app.js", "/static/style.css"):
+    for path in ("/", "/static/app.js", "/static/heatmap.js", "/static/style.css"):
         text = client.get(path).text
         assert "http://" not in text.replace("http://www.w3.org/2000/svg", "")
         assert "https://" not in text and "//cdn" not in text

@@ -4,12 +4,13 @@
     POST /api/generate          prompt -> continuation and each new token's attention
     GET  /api/info              the task, arch, vocabulary sizes and request limits
     POST /api/nadaraya-watson   kernel width -> fitted curve and attention matrix
-    GET  /                      the page; GET /static/<name> its script and style
+    GET  /                      the page; GET /static/<name> its scripts and style
 
 A translator checkpoint (``attnkit translate train``, ``attnkit demo``) serves
 ``/api/translate``, a language model (``attnkit lm train``) ``/api/generate``; the other
 one answers 404 saying which checkpoint it needs. Static files come from a fixed table
-read at start-up: no part of a request path is ever joined to a file-system path. FastAPI's ``/docs`` pages are turned off because
+read at start-up (``heatmap.js``, the drawing code, is the notebook views' own file,
+``attnkit/views/static``): no part of a request path is ever joined to a file-system path. FastAPI's ``/docs`` pages are turned off because
 they load Swagger UI from a CDN; the schema itself is served.
 """
 
@@ -38,6 +39,7 @@ from attnkit.serve.model_service import (
     escape_unencodable,
 )
 from attnkit.serve.nadaraya_watson import MAX_WIDTH, MIN_WIDTH, nadaraya_watson
+from attnkit.views.assets import read_static
 
 __all__ = ["create_app", "create_app_for_service", "load_service"]
 
@@ -46,7 +48,9 @@ STATIC_FILES = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
+    "heatmap.js": "text/javascript; charset=utf-8",  # attnkit/views/static: the shared drawing
 }
+SHARED_FILES = {"heatmap.js"}  # served from attnkit.views (one copy with the notebook views)
 # the page loads nothing from elsewhere (and so works offline)
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -131,8 +135,8 @@ class InfoResponse(BaseModel):
     task: str = Field(description='"translation" or "language-model".')
     arch: str
     tokenizer: str = Field(
-        description='"word" or "sentencepiece" (subword pieces); a language model: "char", '
-        '"word" or "sentencepiece".'
+        description='"word" or "sentencepiece" (subword pieces, Marian\'s included); a language '
+        'model: "char", "word", "sentencepiece" or "gpt2-bpe" (GPT-2\'s byte-level BPE).'
     )
     model_config_: dict[str, Any] = Field(alias="model_config")
     max_chars: int
@@ -223,7 +227,10 @@ def _non_finite(value: Any) -> str | None:
 
 def _load_static() -> dict[str, bytes]:
     root = resources.files("attnkit.serve") / "static"
-    return {name: (root / name).read_bytes() for name in STATIC_FILES}
+    return {
+        name: read_static(name) if name in SHARED_FILES else (root / name).read_bytes()
+        for name in STATIC_FILES
+    }
 
 
 def _describe(errors: list[dict]) -> str:
@@ -420,8 +427,13 @@ def load_service(
 ) -> ModelService | LMService:
     """The service of a checkpoint folder, by its task: a ``ModelService`` for a translator,
     an ``LMService`` for a language model; ``CheckpointLoadError`` with the reason."""
+    from attnkit.convert.hf_files import hf_model_type, is_hf_folder
+
     try:
-        task = read_checkpoint_config(directory, task=None).get("task", "translation")
+        if is_hf_folder(directory):  # a Hugging Face folder: GPT-2 is a language model
+            task = "lm" if hf_model_type(directory) == "gpt2" else "translation"
+        else:
+            task = read_checkpoint_config(directory, task=None).get("task", "translation")
     except (OSError, ValueError) as e:
         raise CheckpointLoadError(f"cannot load checkpoint {directory}: {e}") from e
     if task != "lm":

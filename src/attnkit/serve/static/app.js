@@ -1,28 +1,12 @@
 // attnkit attention explorer: plain JS + SVG, no framework, nothing loaded from elsewhere.
 "use strict";
 
-const SVG_NS = "http://www.w3.org/2000/svg";
+const V = window.attnkitViews;  // the shared drawing code: /static/heatmap.js (attnkit/views/static)
+const { el, color, heatmap, showTip, hideTip, visible } = V;
 const $ = (id) => document.getElementById(id);
 const state = { info: null, result: null, gen: null, genToken: 0, nwPending: null, nwBusy: false };
 
 // ---------------------------------------------------------------------------- helpers
-
-function el(tag, attrs = {}, text) {
-  const node = document.createElementNS(SVG_NS, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-// white -> orange -> dark red, t in [0, 1]
-const STOPS = [[255, 255, 255], [252, 141, 89], [127, 0, 0]];
-function color(t) {
-  t = Math.min(1, Math.max(0, t)) * (STOPS.length - 1);
-  const i = Math.min(Math.floor(t), STOPS.length - 2);
-  const f = t - i;
-  const c = STOPS[i].map((a, k) => Math.round(a + f * (STOPS[i + 1][k] - a)));
-  return `rgb(${c[0]},${c[1]},${c[2]})`;
-}
 
 async function api(path, body) {
   const opts = body === undefined ? {} : {
@@ -36,76 +20,6 @@ async function api(path, body) {
     throw new Error(typeof msg === "string" ? msg : JSON.stringify(msg));
   }
   return data;
-}
-
-const tooltip = () => $("tooltip");
-function showTip(ev, text) {
-  const tip = tooltip();
-  tip.textContent = text;
-  tip.hidden = false;
-  tip.style.left = `${ev.clientX + 12}px`;
-  tip.style.top = `${ev.clientY + 12}px`;
-}
-function hideTip() { tooltip().hidden = true; }
-
-// ---------------------------------------------------------------------------- heatmap
-
-/**
- * An SVG heatmap: one row per rowLabels entry, one column per colLabels entry.
- * opts: kind (data-kind), title, rowName/colName (tooltip words), vmax, cell, every (label step).
- */
-function heatmap(matrix, rowLabels, colLabels, opts) {
-  const cell = opts.cell || 26;
-  const every = opts.every || 1;
-  const vmax = opts.vmax || 1;
-  const ctx = document.createElement("canvas").getContext("2d");
-  ctx.font = "11px system-ui, sans-serif";
-  const width = (labels) => Math.max(0, ...labels.map((s, i) => (i % every ? 0 : ctx.measureText(s).width)));
-  const left = width(rowLabels) + 10;
-  const top = width(colLabels) + 10;
-  const W = left + cell * colLabels.length + 2;
-  const H = top + cell * rowLabels.length + 2;
-  const svg = el("svg", {
-    class: "heatmap", width: W, height: H, viewBox: `0 0 ${W} ${H}`,
-    "data-kind": opts.kind, "data-rows": rowLabels.length, "data-cols": colLabels.length,
-    role: "img", "aria-label": opts.title,
-  });
-  rowLabels.forEach((tok, r) => {
-    if (r % every) return;
-    svg.appendChild(el("text", {
-      class: "row-label", x: left - 5, y: top + (r + 0.5) * cell, "text-anchor": "end",
-      "dominant-baseline": "middle",
-    }, tok));
-  });
-  colLabels.forEach((tok, c) => {
-    if (c % every) return;
-    const x = left + (c + 0.5) * cell;
-    svg.appendChild(el("text", {
-      class: "col-label", x, y: top - 5, transform: `rotate(-90 ${x} ${top - 5})`,
-      "dominant-baseline": "middle",
-    }, tok));
-  });
-  const cells = el("g", { class: "cells" });
-  matrix.forEach((row, r) => row.forEach((w, c) => {
-    const rect = el("rect", {
-      class: "cell", x: left + c * cell, y: top + r * cell, width: cell, height: cell,
-      fill: color(w / vmax), "data-row": r, "data-col": c, "data-weight": w.toFixed(4),
-    });
-    const text = `${opts.rowName} “${rowLabels[r]}” → ${opts.colName} “${colLabels[c]}”: ${w.toFixed(3)}`;
-    rect.addEventListener("mousemove", (ev) => showTip(ev, text));
-    rect.addEventListener("mouseleave", hideTip);
-    cells.appendChild(rect);
-  }));
-  svg.appendChild(cells);
-  svg.appendChild(el("rect", {
-    x: left, y: top, width: cell * colLabels.length, height: cell * rowLabels.length,
-    fill: "none", stroke: "#bbb",
-  }));
-  const fig = document.createElement("figure");
-  const cap = document.createElement("figcaption");
-  cap.textContent = opts.title;
-  fig.append(cap, svg);
-  return fig;
 }
 
 // (L, H, R, C) -> (R, C): one head, or the mean over heads when head === "mean"
@@ -149,11 +63,6 @@ function drawMaps() {
       kind: key, title: title + where, rowName, colName,
     }));
   }
-}
-
-// invisible, control and format characters (a zero-width space ...) as \u escapes
-function visible(word) {
-  return word.replace(/\p{C}/gu, (c) => `\\u${c.codePointAt(0).toString(16).padStart(4, "0")}`);
 }
 
 function showResult(res) {
@@ -249,7 +158,7 @@ function tokenLabel(tok) { return visible(tokenText(tok)).replace(/ /g, "␣"); 
 
 function setUpGenerate(info) {
   const cfg = Object.entries(info.model_config).map(([k, v]) => `${k}=${v}`).join(", ");
-  const unit = { char: "characters", word: "words", sentencepiece: "subword pieces" }[info.tokenizer];
+  const unit = { char: "characters", word: "words", sentencepiece: "subword pieces", "gpt2-bpe": "byte-level BPE pieces" }[info.tokenizer];
   const ctx = info.context_length ? ` · context ${info.context_length} tokens` : "";
   $("model-info").textContent = `language model ${info.arch} (${cfg}) · ${info.vocab_size} ${unit}${ctx}`;
   $("tab-translate").hidden = true;
@@ -430,6 +339,7 @@ function selectTab(name) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  V.tipElement = $("tooltip");  // the page's own tooltip, styled by style.css
   $("translate-form").addEventListener("submit", onTranslate);
   $("text").addEventListener("input", updateCount);
   $("layer").addEventListener("change", drawMaps);
