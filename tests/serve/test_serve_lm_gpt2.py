@@ -64,7 +64,11 @@ def test_the_app_serves_a_folder_and_an_imported_checkpoint(service, tmp_path):
     with TestClient(create_app(out)) as c:
         imported = c.post("/api/generate", json=body).json()
         assert c.get("/api/info").json()["tokenizer"] == "gpt2-bpe"
+    with TestClient(create_app(tiny_gpt2())) as c:  # `attnkit serve` on the GPT-2 folder
+        folder = c.post("/api/generate", json=body).json()
+        assert c.get("/api/info").json()["task"] == "language-model"
     assert imported["text"] == direct["text"] and imported["attention"] == direct["attention"]
+    assert folder["text"] == direct["text"] and folder["attention"] == direct["attention"]
     too_long = {"prompt": "Hello world", "max_new_tokens": 47}
     with TestClient(create_app(out, max_new_tokens=100)) as c:
         r = c.post("/api/generate", json=too_long)
