@@ -38,6 +38,54 @@ def show_heatmaps(
     )
 
 
+def show_attention(
+    attention_weights,  # (B*H, Q, K) | (L, H, Q, K) | a list of L blocks' (B*H, Q, K)
+    keys=None,  # (K,) key tokens (the columns)
+    queries=None,  # (Q,) query tokens (the rows); default: keys when Q == K
+    *,
+    num_heads: int | None = None,
+    title: str | None = None,
+    **kwargs,
+):
+    """The book's ``attention_weights`` as attnkit's interactive notebook view (head,
+    model and matrix views, offline; not in the book: ``show_heatmaps`` stays the book's).
+
+    Takes a module's ``attention_weights`` ((B*H, Q, K) in the book's layout: with
+    ``num_heads``, the first sentence's H heads are drawn; without, every row of the first
+    axis is a head), a list of them, one per block (the book's
+    ``net.encoder.attention_weights``: layers), or a tensor (L, H, Q, K). Extra keywords
+    (``view``, ``layer``, ``head``) go to :func:`attnkit.show_attention`.
+    """
+    import torch
+
+    from attnkit._validate import optional
+    from attnkit.views import show_attention as _show
+
+    num_heads = optional(positive_int, "num_heads", num_heads)
+    blocks = attention_weights
+    if isinstance(blocks, (list, tuple)):
+        if not blocks or any(not isinstance(b, Tensor) for b in blocks):
+            raise TypeError(
+                "attention_weights as a list must hold one tensor per block, got "
+                + (", ".join(type(b).__name__ for b in blocks) or "an empty list")
+            )
+        if len({tuple(b.shape) for b in blocks}) != 1:
+            raise ValueError(
+                "attention_weights: every block's weights must have one shape, got "
+                + ", ".join(str(tuple(b.shape)) for b in blocks)
+            )
+        blocks = torch.stack([b.detach() for b in blocks])  # (L, B*H, Q, K)
+    if num_heads is not None and isinstance(blocks, Tensor) and blocks.dim() in (3, 4):
+        if blocks.shape[-3] % num_heads:
+            raise ValueError(
+                f"attention_weights has {blocks.shape[-3]} rows of heads, not a multiple of "
+                f"num_heads={num_heads}"
+            )
+        blocks = blocks.reshape(*blocks.shape[:-3], -1, num_heads, *blocks.shape[-2:])
+        blocks = blocks[..., 0, :, :, :]  # the first sentence's heads
+    return _show(blocks, keys, queries, title=title, **kwargs)
+
+
 class _RecordInEval:
     """Mixin: keep ``attention_weights`` in eval mode, as the book always does.
 
