@@ -41,3 +41,7 @@ def test_tour_notebook_executes(tmp_path):
             assert f"  - {claim} [{key}]" in text
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) >= 14  # at least one figure per topic
+    # the trained Transformer's maps as the interactive view, with its static SVG
+    [view] = [o for o in outputs if "attnkit-view" in o.get("data", {}).get("text/html", "")]
+    assert view["data"]["image/svg+xml"] in view["data"]["text/html"]
+    assert 'data-kind="cross"' in view["data"]["image/svg+xml"]
