@@ -5,7 +5,9 @@ A task says what a batch is and what its loss is (``batches``, ``loss``); the re
 optional: evaluation metrics, the epoch line, plots, the fields a checkpoint records and
 checks on resume, the data loader's RNG state and a state carried between batches. Every
 hook receives a ``TaskContext``: the model to call, the device, the rank and world size,
-the configuration, the progress and a sum over ranks; not the engine itself.
+the configuration, the progress and a sum over ranks; not the engine itself. The engine
+is named by its protocol (``attnkit.training.engine_view.EngineView``): this module never
+imports ``attnkit.training.engine``, which imports it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from torch import Tensor, nn
 
 if TYPE_CHECKING:
     from attnkit.training.config import EngineConfig
-    from attnkit.training.engine import Engine
+    from attnkit.training.engine_view import EngineView
 
 __all__ = ["StepLoss", "Task", "TaskContext"]
 
@@ -35,7 +37,7 @@ class TaskContext:
 
     __slots__ = ("_engine",)
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineView) -> None:
         self._engine = engine
 
     @property
