@@ -12,7 +12,11 @@ A checkpoint is a directory::
 Saving writes the two tensor files under fresh names (temp file + ``os.replace``),
 then replaces ``config.json`` atomically, then deletes files no longer referenced.
 ``config.json`` is the single commit point: a save that fails at any moment leaves
-the previous checkpoint loadable (every file is fsynced before its rename). Loading
+the previous checkpoint loadable (every file is fsynced before its rename, the folder
+after the renames). A save that fails (a full disk, a folder that is not writable, a file
+removed under the run) raises one ``CheckpointWriteError`` (an ``OSError``) that names the
+folder and the cause, after removing what it wrote: no temporary or orphaned file is left
+behind (and the next save sweeps those of a save killed mid-write). ``check_writable`` asks the same of a folder before a run starts. Loading
 checks the sha256 of each file and uses ``torch.load(weights_only=True)``, which only
 rebuilds tensors and plain containers.
 
@@ -24,6 +28,8 @@ refused with one error that names it and says to train again.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import io
 import json
@@ -42,7 +48,9 @@ import torch
 __all__ = [
     "CONFIG_NAME",
     "Checkpoint",
+    "CheckpointWriteError",
     "atomic_write",
+    "check_writable",
     "get_rng_state",
     "load_checkpoint",
     "load_model_state",
@@ -66,6 +74,53 @@ class Checkpoint:
     config: dict[str, Any]  # the parsed config.json
     model_state: dict[str, torch.Tensor]
     trainer_state: dict[str, Any] | None
+
+
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written; the previous one is as it was (see the module)."""
+
+
+def _write_error(directory: Path, e: OSError, previous: bool = True) -> CheckpointWriteError:
+    cause = e.strerror or str(e)
+    what = f" ({Path(e.filename).name})" if getattr(e, "filename", None) else ""
+    kept = "the previous checkpoint there is kept" if previous else "nothing was written"
+    error = CheckpointWriteError(
+        f"could not save the checkpoint in {directory}: {cause}{what}; {kept} "
+        "(free some space, or choose a writable --out)"
+    )
+    error.errno = e.errno
+    return error
+
+
+def check_writable(directory: str | os.PathLike) -> Path:
+    """Create ``directory`` if need be and write (and remove) a probe file in it; a
+    ``CheckpointWriteError`` when that fails (an --out that is not writable)."""
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=directory, prefix=".write-check.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise CheckpointWriteError(
+            f"cannot write checkpoints in {directory}: {e.strerror or e}; choose a writable --out"
+        ) from None
+    return directory
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the renames in ``directory`` durable (where the platform allows it)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # Windows: folders cannot be opened
+        return
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.EBADF):  # not supported for folders here
+            raise
+    finally:
+        os.close(fd)
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[str], Any]) -> None:
@@ -110,7 +165,10 @@ def save_checkpoint(
     if not isinstance(config, dict):
         raise TypeError(f"config must be a dict, got {type(config).__name__}")
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _write_error(directory, e, previous=False) from e
     tag = f"{int(config.get('step', 0)):08d}-{secrets.token_hex(3)}"
     files = {"model": f"model-{tag}.pt"}
     payloads = {"model": _torch_bytes(model_state)}
@@ -125,17 +183,47 @@ def save_checkpoint(
         "sha256": {k: hashlib.sha256(b).hexdigest() for k, b in payloads.items()},
     }
     text = json.dumps(record, indent=2, sort_keys=False)  # fails before touching the disk
-    for key, data in payloads.items():
-        _atomic_write_bytes(directory / files[key], data)
-    _atomic_write_bytes(directory / CONFIG_NAME, text.encode())  # the commit point
-    # files of the checkpoint this one replaces (an --overwrite run's old tokenizer too)
+    previous = (directory / CONFIG_NAME).is_file()
+    # the files beside it that the record names (a translator's or a language model's
+    # tokenizer, written before the first save): one removed under a running job is an
+    # error when it replaces a checkpoint (a first save may come before its tokenizer)
     data = config.get("data")  # a translator's data record; a language model's is not a dict
     tokenizer = (data.get("tokenizer") if isinstance(data, dict) else None) or {}
-    keep = {*files.values(), *tokenizer.get("files", [])}
+    lm_tokenizer = config.get("tokenizer_model")
+    named = [*tokenizer.get("files", [])]
+    if isinstance(lm_tokenizer, dict) and isinstance(lm_tokenizer.get("file"), str):
+        named.append(lm_tokenizer["file"])
+    missing = [name for name in named if previous and not (directory / name).is_file()]
+    if missing:
+        raise CheckpointWriteError(
+            f"could not save the checkpoint in {directory}: {', '.join(missing)} was removed "
+            "under the running job (the checkpoint would not load without it); nothing was "
+            "written. Restore the file, or train into a new --out"
+        )
+    try:
+        for key, data in payloads.items():
+            _atomic_write_bytes(directory / files[key], data)
+        _fsync_directory(directory)
+        _atomic_write_bytes(directory / CONFIG_NAME, text.encode())  # the commit point
+    except BaseException as e:
+        for name in files.values():  # not committed: this save's files go
+            (directory / name).unlink(missing_ok=True)
+        if isinstance(e, OSError) and not isinstance(e, CheckpointWriteError):
+            raise _write_error(directory, e, previous) from e
+        raise
+    with contextlib.suppress(OSError):  # committed already: durable or not, it is done
+        _fsync_directory(directory)
+    # files of the checkpoint this one replaces (an --overwrite run's old tokenizer too)
+    keep = {*files.values(), *named}
     for old in [*directory.glob("model-*.pt"), *directory.glob("trainer-*.pt"),
                 *directory.glob("tokenizer-*.model")]:  # fmt: skip
         if old.name not in keep:
             old.unlink(missing_ok=True)
+    # temporary files of a save killed mid-write (kill -9, power loss): never read, swept
+    for stale in [*directory.glob(".model-*.tmp"), *directory.glob(".trainer-*.tmp"),
+                  *directory.glob(f".{CONFIG_NAME}.*.tmp"),
+                  *directory.glob(".write-check.*.tmp")]:  # fmt: skip
+        stale.unlink(missing_ok=True)
     return directory
 
 
