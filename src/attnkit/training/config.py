@@ -21,7 +21,7 @@ from attnkit._validate import (
 )
 from attnkit.training.optim import OPTIMIZERS, SCHEDULES, learning_rate
 
-__all__ = ["PRECISIONS", "EngineConfig", "minutes", "setting"]
+__all__ = ["PRECISIONS", "EngineConfig", "check_run_guards", "minutes", "setting"]
 
 PRECISIONS = ("fp32", "bf16")
 
@@ -104,11 +104,34 @@ class EngineConfig:
         metavar="M",
     )
     keep_snapshots: int = setting(0, "keep only the newest N snapshots (0: all)")
+    # resumable checkpoints during an epoch (the Ctrl-C state), into out_dir: a crash
+    # loses at most this much (attnkit.training.engine_stops; docs/checkpoints.md)
+    save_every_minutes: float = setting(
+        10.0, "also save a resumable checkpoint every M minutes during an epoch; 0: off",
+        metavar="M",
+    )  # fmt: skip
+    save_every_steps: int = setting(
+        0, "also save a resumable checkpoint every N optimizer steps; 0: off", metavar="N"
+    )
+    # the loss guard (attnkit.training.guard): a non-finite step is skipped, N in a row or
+    # an explosion stop the run before anything more is saved
+    max_nonfinite_steps: int = setting(
+        5,
+        "skip a step whose loss or gradient norm is NaN/inf; stop after N in a row; 0: off",
+        metavar="N",
+    )
+    divergence_factor: float = setting(
+        10.0,
+        "stop when the (smoothed) training or the validation loss exceeds FACTOR times its "
+        "best so far and its first value; 0: off",
+        metavar="FACTOR",
+    )
 
     def __post_init__(self) -> None:
         name = type(self).__name__
         _check_counts(self, name)
         _check_numbers(self, name)
+        check_run_guards(self, name)
         _check_choices(self, name)
         _check_combinations(self, name)
 
@@ -142,6 +165,21 @@ def _check_numbers(config: EngineConfig, name: str) -> None:
     non_negative_number(f"{name}.weight_decay", config.weight_decay)
     optional(positive_number, f"{name}.time_budget_s", config.time_budget_s)
     non_negative_number(f"{name}.snapshot_every_s", config.snapshot_every_s)
+
+
+def check_run_guards(config: Any, name: str) -> None:
+    """The periodic checkpoints' and the loss guard's fields of ``config`` (an
+    ``EngineConfig`` or an ``LMTrainConfig``): counts >= 0, minutes >= 0, a factor of 0
+    (off) or above 1."""
+    for field in ("save_every_steps", "max_nonfinite_steps"):
+        non_negative_int(f"{name}.{field}", getattr(config, field))
+    non_negative_number(f"{name}.save_every_minutes", config.save_every_minutes)
+    factor = non_negative_number(f"{name}.divergence_factor", config.divergence_factor)
+    if 0 < factor <= 1:
+        raise ValueError(
+            f"{name}.divergence_factor must be 0 (off) or above 1 (a loss FACTOR times its "
+            f"best), got {factor!r}"
+        )
 
 
 def _check_choices(config: EngineConfig, name: str) -> None:

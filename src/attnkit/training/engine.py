@@ -38,6 +38,16 @@ used up after 1801 s: epoch 3, batch 120/400, step 4321; checkpoint saved in DIR
 returns the history (``stopped_by_budget``). Snapshots (``snapshot_every_steps/_s``,
 ``keep_snapshots``): weights in ``out_dir/snapshots/`` (``attnkit.training.snapshots``) for
 ``attnkit.training.averaging``; the seconds go on over resumed runs (``train_seconds``).
+
+Periodic checkpoints (``save_every_minutes``, default 10, ``save_every_steps``): the state
+of a Ctrl-C save, written mid-epoch after the step that makes one due, training going on
+unchanged (``attnkit.training.engine_stops``): a crash loses at most that much. The loss
+guard (``max_nonfinite_steps``, ``divergence_factor``; ``attnkit.training.guard``): a step
+with a non-finite loss or gradient norm is skipped (logged, ``skipped_steps`` in the
+history), several in a row or an exploding loss stop the run with ``TrainingDivergedError``
+before anything more is saved: the folder keeps its last good checkpoint. A save that
+fails raises ``CheckpointWriteError`` and leaves the previous checkpoint as it was
+(``attnkit.checkpoint``). See docs/checkpoints.md.
 """
 
 from __future__ import annotations
@@ -51,11 +61,13 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from attnkit._validate import index, positive_int
-from attnkit.checkpoint import get_rng_state, set_rng_state
+from attnkit.checkpoint import CheckpointWriteError
 from attnkit.cpu_memory import keep_freed_memory
 from attnkit.training.config import EngineConfig
 from attnkit.training.engine_state import EngineState
 from attnkit.training.engine_step import GradientSteps
+from attnkit.training.engine_stops import RunStops
+from attnkit.training.guard import LossGuard, TrainingDivergedError
 from attnkit.training.optim import (
     flatten_parameters,
     make_optimizer,
@@ -66,11 +78,13 @@ from attnkit.training.stop import StopSignals
 from attnkit.training.task import StepLoss, Task, TaskContext
 
 __all__ = [
+    "CheckpointWriteError",
     "Engine",
     "EngineConfig",
     "StepLoss",
     "Task",
     "TaskContext",
+    "TrainingDivergedError",
     "TrainingInterrupted",
     "distributed_rank",
 ]
@@ -116,7 +130,7 @@ def _show_bars() -> bool:
     return sys.stdout.isatty() and sys.stderr.isatty()
 
 
-class Engine(GradientSteps, EngineState):
+class Engine(GradientSteps, EngineState, RunStops):
     """Train ``model`` on ``task`` (see the module docstring).
 
     ``optimizer``: an optimizer, a callable ``updater(batch_size)`` (called with 1: the
@@ -183,7 +197,7 @@ class Engine(GradientSteps, EngineState):
         self.partial = (0.0, 0.0, 0.0)  # loss sum, tokens (all ranks), seconds of those batches
         self.carry = None  # carried state to start the interrupted epoch from (resume)
         self.history: dict[str, list[float]] = {
-            "epoch": [], "train_loss": [], "tokens_per_s": [], "seconds": []
+            "epoch": [], "train_loss": [], "tokens_per_s": [], "seconds": [], "skipped_steps": []
         }  # fmt: skip
         self._saved_carry = None  # gathered at an interrupt, for the checkpoint
         self._epoch_loader_state = None  # loader state at the start of the current epoch
@@ -199,38 +213,18 @@ class Engine(GradientSteps, EngineState):
         self._epoch_batches = None  # the current epoch's batch count, when known
         self._group = (None, False)  # accumulation: summed denominators, any counted
         self._snapshots = None  # a Snapshots during fit() when they are asked for
+        self._guard = LossGuard(config.max_nonfinite_steps, config.divergence_factor)
+        self.applied = True  # the last optimizer step was applied (not skipped by the guard)
+        self._group_loss = None  # the current group's (loss sum, tokens), on the device
+        self._probe = None  # (the last batch, its carried state in): checked before a save
+        self._save_now = False  # rank 0's periodic checkpoint due, agreed by every rank
+        self._last_save_time, self._last_save_step = 0.0, 0  # the periodic clock
         bf16 = dict(device_type=self.device.type, dtype=torch.bfloat16)
         self._autocast = contextlib.nullcontext
         if config.precision == "bf16":
             self._autocast = lambda: torch.autocast(**bf16)
 
     # ------------------------------------------------------------------ training
-    def _budget_used(self) -> bool:
-        budget = self.config.time_budget_s
-        start = self._fit_start
-        return budget is not None and start is not None and time.perf_counter() - start >= budget
-
-    def _budget_progress(self) -> float:
-        """The fraction of the time budget this fit() has used (0 without a budget)."""
-        budget, start = self.config.time_budget_s, self._fit_start
-        if budget is None or start is None:
-            return 0.0
-        return min((time.perf_counter() - start) / budget, 1.0)
-
-    def _should_stop(self) -> str | None:
-        """ "signal", "budget" or None: one process: as soon as asked or used up; several:
-        when the last step's all-reduce said so (rank 0's clock)."""
-        if self.world_size == 1:
-            asked, budget = self._stop.requested, self._budget_used()
-        else:
-            asked, budget = self._stop_now, self._budget_now
-        return "signal" if asked else "budget" if budget else None
-
-    def train_seconds(self) -> float:
-        """Training wall seconds of this run's fit() calls and of the runs it resumes."""
-        running = time.perf_counter() - self._fit_start if self._fit_start is not None else 0.0
-        return self._seconds_before + running
-
     def train_epoch(self) -> dict[str, float]:
         """Train one epoch; returns its mean loss, tokens (all ranks), seconds and tokens/s."""
         epoch, skip = self.epoch, self.batch_in_epoch  # skip > 0: resuming this epoch
@@ -240,6 +234,7 @@ class Engine(GradientSteps, EngineState):
         if isinstance(self.model, nn.Module):
             self.model.train()
         totals = torch.zeros(2, dtype=torch.float64, device=self.device)  # loss sum, tokens
+        group = torch.zeros_like(totals)  # the current group's (added when its step is applied)
         if skip and self.is_main:  # the all-reduce below counts rank 0's share once
             totals += torch.tensor(self.partial[:2], dtype=torch.float64, device=self.device)
         seconds_before = self.partial[2] if skip else 0.0
@@ -256,20 +251,22 @@ class Engine(GradientSteps, EngineState):
                 unit="batch", leave=False, dynamic_ncols=True,
             )  # fmt: skip
         self._bar = bar
-        stopping = False
+        stopping = saving = False
         start = time.perf_counter()
         try:
             for i, batch in enumerate(batches):
                 if i < skip:  # the batches of an epoch are a function of its loader state
                     continue
-                if stopping:  # asked during the previous step, and the epoch is not over
-                    self._saved_carry = self.task.save_carry(carry, self.context)
-                    self.all_reduce(totals)
+                if stopping or saving:  # asked or due at the previous step, mid-epoch
                     seconds = seconds_before + time.perf_counter() - start
-                    self.partial = (float(totals[0]), float(totals[1]), seconds)
+                    self._mid_epoch_state(carry, totals, seconds)
+                if stopping:
                     of = f"/{total}" if total is not None else ""
                     stop = TrainingInterrupted if stopping == "signal" else _BudgetUsedUpError
                     raise stop(f"epoch {epoch + 1}, batch {i}{of}")
+                if saving:  # a periodic checkpoint: the state a stop writes, then on
+                    self._save_checked()
+                    saving = False
                 j = i - skip  # groups of n from here (a stop comes at a group's end)
                 if n == 1:
                     last = True
@@ -278,16 +275,24 @@ class Engine(GradientSteps, EngineState):
                     last = at_end or j % n == n - 1
                 else:
                     last = j % n == n - 1 or i == total - 1
+                self._probe = (batch, carry)  # what the guard looks at before a save
                 loss_sum, tokens, carry = self.train_step(batch, carry, j % n == 0, last)
-                totals[0] += loss_sum
-                totals[1] += tokens
+                group[0] += loss_sum
+                group[1] += tokens
                 self.batch_in_epoch = i + 1
                 if last:
+                    if self.applied:
+                        totals += group
+                    else:  # skipped (non-finite): left out; a carried state starts afresh
+                        carry = None
+                    group.zero_()
                     stopping = self._should_stop()
-                    self._snapshot()
+                    saving = self._save_due()
+                    if self.applied:  # a skipped step changed no weight
+                        self._snapshot()
                 if bar is not None:
                     bar.update(1)
-                    if i % 10 == 9:  # the only host sync during the epoch, terminals only
+                    if i % 10 == 9:  # a host sync (the guard has one a step), terminals only
                         done = float(totals[1])
                         bar.set_postfix(
                             loss=f"{float(totals[0]) / max(done, 1):.3f}",
@@ -315,14 +320,21 @@ class Engine(GradientSteps, EngineState):
 
     def fit(self) -> dict[str, list[float]]:
         """Train until ``config.epochs`` epochs are done (continuing after ``resume``), or
-        until the time budget is used up (``stopped_by_budget``)."""
+        until the time budget is used up (``stopped_by_budget``).
+
+        Raises ``CheckpointWriteError`` (an OSError) when ``out_dir`` cannot be written (at
+        the start) or a save fails, ``TrainingDivergedError`` when the loss guard stops the run.
+        """
         cfg = self.config
         fresh = self.step == 0 and self.epoch == 0 and self.batch_in_epoch == 0
         if fresh and cfg.seed is not None:
             torch.manual_seed(cfg.seed)
         if self.epoch > cfg.epochs or (self.epoch == cfg.epochs and self.batch_in_epoch):
             raise ValueError(f"the run is at epoch {self.epoch}, past epochs={cfg.epochs}")
+        if cfg.out_dir is not None:  # an --out that is not writable: now, not at a save
+            self._check_out_dir()
         self._fit_start, self.stopped_by_budget = time.perf_counter(), False
+        self._saved_now()  # the periodic checkpoints' clock starts
         if cfg.snapshot_every_steps or cfg.snapshot_every_s:
             every, seconds = (cfg.snapshot_every_steps, cfg.snapshot_every_s), self._seconds_before
             self._snapshots = Snapshots(cfg.out_dir, *every, cfg.keep_snapshots, seconds, fresh)
@@ -332,7 +344,7 @@ class Engine(GradientSteps, EngineState):
         except TrainingInterrupted as e:
             where = f"stopped at {e}"
             if cfg.out_dir is not None:
-                self.save()
+                self._save_checked()
                 where += f"; checkpoint saved in {cfg.out_dir}, --resume continues from there"
             self.log(f"\n{where}")
             raise
@@ -343,48 +355,24 @@ class Engine(GradientSteps, EngineState):
             self._seconds_before, self._fit_start = self.train_seconds(), None
             self._snapshots = None
 
-    def _stop_on_budget(self, where: str) -> dict[str, list[float]]:
-        """Mid-epoch: evaluate once (RNG states put back: resume stays exact), one history
-        row and line, the checkpoint; then the log line. Epoch ends did theirs in _fit."""
-        cfg = self.config
-        elapsed = time.perf_counter() - self._fit_start
-        if self.batch_in_epoch:
-            loss, tokens, seconds = self.partial
-            total, done = self._epoch_batches, self.batch_in_epoch
-            epoch = round(self.epoch + done / total, 3) if total else self.epoch + 1
-            row = {"epoch": epoch, "train_loss": loss / max(tokens, 1)}
-            row["tokens_per_s"], row["seconds"] = tokens / max(seconds, 1e-9), seconds
-            rng = get_rng_state()
-            self._add_row(row, force=True)
-            set_rng_state(rng)
-            if cfg.out_dir is not None:
-                self.save()
-        self.stopped_by_budget = True
-        saved = f"checkpoint saved in {cfg.out_dir}" if cfg.out_dir else "no out_dir, not saved"
-        self.log(
-            f"time budget of {cfg.time_budget_s:g} s used up after {elapsed:.0f} s: "
-            f"{where}, step {self.step}; {saved}"
-        )
-        return self.history
-
     def _add_row(self, row: dict[str, float], force: bool = False) -> None:
         """Evaluate, append the history row, print its line (every log_every-th, or forced)."""
         row.update(self.task.evaluate(self.context))
+        row["skipped_steps"] = self._guard.take_skipped()
+        try:  # an exploded validation loss stops the run before this state is saved
+            where = f"epoch {row['epoch']}"
+            self._guard.validation(row.get("val_loss"), self.history.get("val_loss", []), where)
+        except TrainingDivergedError as e:
+            raise self._diverged(e) from None
         for key, value in row.items():
             self.history.setdefault(key, []).append(value)
         every = self.config.log_every
         if every and (len(self.history["epoch"]) % every == 0 or force):
             line = self.task.epoch_line(self.context, row)
+            if line and row["skipped_steps"]:
+                line += f" ({row['skipped_steps']} non-finite step(s) skipped)"
             if line:
                 self.log(line)
-
-    def _snapshot(self) -> None:
-        """After an optimizer step: a snapshot when one is due (rank 0 writes)."""
-        snap, seconds = self._snapshots, self.train_seconds()
-        if snap is not None and self.is_main and snap.due(self.step, seconds):
-            snap.write(
-                self.model.state_dict(), self.step, self.epoch + 1, self.batch_in_epoch, seconds
-            )
 
     def _fit(self) -> dict[str, list[float]]:
         cfg = self.config
@@ -398,7 +386,7 @@ class Engine(GradientSteps, EngineState):
                 row["seconds"] = stats["seconds"]
                 self._add_row(row, force=last or budget)
             if cfg.out_dir is not None:
-                self.save()  # every epoch, evaluated or not
+                self._save_checked()  # every epoch, evaluated or not
             if self.is_main:
                 self.task.end_epoch(self.context, last)
             if self._stopping_at_end == "signal" and not last:  # asked in the last batch

@@ -18,6 +18,7 @@ from torch import nn
 
 from attnkit.checkpoint import (
     CONFIG_NAME,
+    CheckpointWriteError,
     get_rng_state,
     load_checkpoint,
     load_model_state,
@@ -48,6 +49,7 @@ class EngineState:
             "loader": self._epoch_loader_state if mid_epoch else self.task.loader_state(),
             "rng": get_rng_state(),  # this rank's (save adds every rank's)
             "train_seconds": self.train_seconds(),  # over resumed runs too (snapshot clock)
+            "guard": self._guard.state_dict(),  # the loss guard's smoothed loss and counts
         }
 
     def load_state_dict(self, state: dict[str, Any], history: dict[str, list] | None) -> None:
@@ -63,6 +65,9 @@ class EngineState:
         self.partial = (*partial, 0.0, 0.0, 0.0)[:3]
         if history is not None:
             self.history = {k: list(v) for k, v in history.items()}
+            rows = len(self.history.get("epoch", []))  # older checkpoints: none skipped
+            self.history.setdefault("skipped_steps", [0] * rows)
+        self._guard.load_state_dict(state.get("guard"))
         per_rank = state.get("rng_per_rank")
         # each rank its own RNG when the process count is the same; rank 0's otherwise
         same_world = isinstance(per_rank, list | tuple) and len(per_rank) == self.world_size
@@ -84,7 +89,11 @@ class EngineState:
         }
 
     def save(self, directory: str | Path | None = None) -> Path:
-        """Write a checkpoint (rank 0 writes; every rank calls it and waits for it)."""
+        """Write a checkpoint (rank 0 writes; every rank calls it and waits for it).
+
+        A failed write (``CheckpointWriteError``: a full disk, a folder that is not
+        writable) leaves the previous checkpoint as it was; under DDP every rank raises.
+        """
         directory = Path(directory or self.config.out_dir or "")
         if not str(directory) or directory == Path():
             raise ValueError("no checkpoint directory: pass one or set the config's out_dir")
@@ -94,12 +103,24 @@ class EngineState:
         if self.world_size > 1:  # ranks draw different amounts (their batches differ)
             rng_per_rank = [None] * self.world_size
             dist.all_gather_object(rng_per_rank, get_rng_state())
+        error = None
         if self.is_main:
             state = self.state_dict()
             state["rng_per_rank"] = rng_per_rank
-            save_checkpoint(directory, self.checkpoint_config(), self.model.state_dict(), state)
-        if self.world_size > 1:  # no rank goes on (and reads it) before it is written
-            dist.barrier()
+            try:
+                save_checkpoint(directory, self.checkpoint_config(), self.model.state_dict(), state)
+            except (OSError, ValueError, TypeError) as e:
+                error = e
+        if self.world_size > 1:  # no rank goes on (and reads it) before it is written,
+            failed = torch.tensor([float(error is not None)], device=self.device)
+            dist.all_reduce(failed)  # and every rank learns whether it was
+            if failed.item() and error is None:
+                raise CheckpointWriteError(
+                    f"rank 0 could not save the checkpoint in {directory} (its error says why)"
+                )
+        if error is not None:
+            raise error
+        self._saved_now()
         return directory
 
     def resume(self, directory: str | Path | None = None) -> bool:

@@ -10,6 +10,11 @@ Stops (signal, budget) wait for the group's end: resume stays exact.
 
 ``precision="bf16"``: ``task.loss`` of each step under ``torch.autocast`` (bfloat16); the
 parameters, gradients and optimizer stay fp32; evaluation is untouched.
+
+The loss guard (``attnkit.training.guard``): at the end of a group the step's loss (its
+micro-batches', under DDP summed over the ranks on the stop flags' all-reduce), tokens and
+gradient norm (of the all-reduced gradients: the same on every rank) are read (one host
+sync a step while the guard is on); a non-finite one is not applied (``applied`` False).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from attnkit.training.guard import TrainingDivergedError
 from attnkit.training.optim import lr_at
 
 __all__ = ["GradientSteps"]
@@ -47,6 +53,11 @@ class GradientSteps:
         elif first:
             for p in self.params:
                 p.grad = None
+        loss_sum = out.loss_sum.detach()
+        if first:
+            self._group_loss = (loss_sum, tokens)
+        else:
+            self._group_loss = (self._group_loss[0] + loss_sum, self._group_loss[1] + tokens)
         if not (first and last):
             self._accumulate(out.loss_sum, denominator, first, last)
         elif self.world_size > 1:
@@ -67,19 +78,28 @@ class GradientSteps:
             out.loss_sum.backward()
         else:
             (out.loss_sum / denominator).backward()
+        self.applied = True
         if last:
-            self._optimizer_step()
-        return out.loss_sum.detach(), tokens, out.carry
+            self.applied = self._optimizer_step()
+        return loss_sum, tokens, out.carry
 
     def _agree(self, denominator: Tensor) -> Tensor:
         """All-reduce [denominator, stop asked, rank 0's budget used up, rank 0's budget
-        fraction used] (DDP's host sync): every rank stops and schedules by rank 0's clock."""
-        flags = [float(self._stop.requested), float(self.is_main and self._budget_used())]
-        flags.append(self._budget_progress() if self.is_main else 0.0)
-        packed = torch.cat([denominator.reshape(1), denominator.new_tensor(flags)])
+        fraction used, rank 0's checkpoint due, the group's loss and tokens] (DDP's host
+        sync): every rank stops, saves and schedules by rank 0's clock, and judges the
+        global loss."""
+        main = self.is_main
+        flags = [float(self._stop.requested), float(main and self._budget_used())]
+        flags.append(self._budget_progress() if main else 0.0)
+        flags.append(float(main and self._save_due_by_time()))
+        loss, tokens = self._group_loss
+        f64 = dict(device=denominator.device, dtype=torch.float64)
+        counts = torch.stack([loss.to(**f64), torch.as_tensor(tokens).to(**f64)])
+        packed = torch.cat([denominator.reshape(1), denominator.new_tensor(flags), counts])
         dist.all_reduce(packed)
         self._stop_now, self._budget_now = bool(packed[1] > 0), bool(packed[2] > 0)
-        self._progress_now = float(packed[3])
+        self._progress_now, self._save_now = float(packed[3]), bool(packed[4] > 0)
+        self._group_loss = (packed[5], packed[6])
         return packed
 
     def _accumulate(self, loss_sum: Tensor, denominator, first: bool, last: bool) -> None:
@@ -108,10 +128,29 @@ class GradientSteps:
         elif grads and self.world_size > 1:
             torch._foreach_mul_(grads, float(self.world_size))
 
-    def _optimizer_step(self) -> None:
+    def _optimizer_step(self) -> bool:
+        """Clip, judge (the loss guard), schedule and step; False: the step was skipped."""
         cfg = self.config
+        norm = None
         if cfg.clip is not None and self.params:
-            nn.utils.clip_grad_norm_(self.params, cfg.clip, foreach=True)
+            norm = nn.utils.clip_grad_norm_(self.params, cfg.clip, foreach=True)
+        if self._guard.active:
+            grads = [p.grad for p in self.params if p.grad is not None]
+            if norm is None and grads:
+                norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+            loss, tokens = self._group_loss
+            f64 = dict(device=loss.device, dtype=torch.float64)
+            norm = loss.new_zeros(()) if norm is None else norm
+            numbers = torch.stack(
+                [loss.to(**f64), torch.as_tensor(tokens).to(**f64), norm.to(**f64)]
+            ).tolist()  # the one host sync of a guarded step
+            try:
+                line = self._guard.step(*numbers, self._where())
+            except TrainingDivergedError as e:
+                raise self._diverged(e) from None
+            if line is not None:
+                self.log(line)
+                return False
         self.step += 1
         if cfg.schedule != "constant":
             progress = self._budget_progress() if self.world_size == 1 else self._progress_now
@@ -122,3 +161,4 @@ class GradientSteps:
             self.optimizer.step()
         else:
             self.optimizer(1)
+        return True

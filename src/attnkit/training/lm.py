@@ -17,9 +17,10 @@ processes. ``val_data`` (held-out token ids) adds the validation perplexity to e
 evaluated epoch: windows of ``val_steps`` tokens, each from a fresh state.
 
 ``train_lm``/``train_epoch`` are the function forms; ``perplexity`` is
-``attnkit.metrics.perplexity`` (exp of the mean NLL per token). ``LMTrainConfig`` holds
-the training settings of ``attnkit lm train`` (the model's are ``models.registry.LMConfig``
-or ``models.decoder_lm.DecoderLMConfig``).
+``attnkit.metrics.perplexity`` (exp of the mean NLL per token). ``LMTrainConfig``
+(``attnkit.training.lm_config``, re-exported here) holds the training settings of
+``attnkit lm train`` (the model's are ``models.registry.LMConfig`` or
+``models.decoder_lm.DecoderLMConfig``).
 """
 
 from __future__ import annotations
@@ -39,13 +40,7 @@ from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 
 from attnkit._validate import (
-    integer,
-    non_negative_int,
-    non_negative_number,
-    one_of,
-    optional,
     positive_int,
-    positive_number,
     token_ids,
 )
 from attnkit.checkpoint import save_checkpoint
@@ -53,9 +48,8 @@ from attnkit.data.text import Vocab
 from attnkit.inference.generation import model_device
 from attnkit.metrics import perplexity
 from attnkit.models.registry import lm_arch, lm_model_keys
-from attnkit.training.config import PRECISIONS, setting
 from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task, TaskContext
-from attnkit.training.optim import SCHEDULES
+from attnkit.training.lm_config import LM_OPTIMIZERS, LMTrainConfig
 
 __all__ = [
     "LM_OPTIMIZERS",
@@ -68,70 +62,6 @@ __all__ = [
     "train_epoch",
     "train_lm",
 ]
-
-
-LM_OPTIMIZERS = ("sgd", "adam")
-_DEFAULT_LR = {"sgd": 1.0, "adam": 0.01}
-
-
-@dataclass(frozen=True)
-class LMTrainConfig:
-    """The training settings of ``attnkit lm train``, recorded in its checkpoints. Validated.
-
-    ``lr=None`` takes the optimizer's rate: 1 for SGD (the book's), 0.01 for Adam. Fields
-    marked ``resume="fixed"`` cannot change when a run is resumed.
-    """
-
-    epochs: int = setting(500, "total epochs (with --resume: including those done)")
-    lr: float | None = setting(None, "learning rate (default: 1 for sgd, 0.01 for adam)")
-    optimizer: str = setting("sgd", "the optimizer", choices=LM_OPTIMIZERS, resume="fixed")
-    clip: float = setting(1.0, "gradient-norm bound (0: no clipping)")
-    seed: int = setting(0, "seed of the model init, the batches and the samples", resume="fixed")
-    schedule: str = setting(
-        "constant",
-        "constant, inverse_sqrt (warm-up to lr, then 1/sqrt(step)), or linear_to_budget "
-        "(warm-up, then linear decay to 0 when --time-budget runs out)",
-        choices=SCHEDULES,
-    )
-    warmup_steps: int = setting(0, "warm-up steps of inverse_sqrt/linear_to_budget")
-    precision: str = setting(
-        "fp32", "fp32 or bf16 (autocast of each step's forward and loss)", choices=PRECISIONS
-    )
-    time_budget_s: float | None = setting(
-        None, "stop cleanly after SECONDS of training: save, evaluate, report (resumable)",
-        flag="--time-budget", metavar="SECONDS",
-    )  # fmt: skip
-
-    def __post_init__(self) -> None:
-        name = "LMTrainConfig"
-        positive_int(f"{name}.epochs", self.epochs)
-        one_of(f"{name}.optimizer", self.optimizer, LM_OPTIMIZERS)
-        if self.lr is None:
-            object.__setattr__(self, "lr", _DEFAULT_LR[self.optimizer])
-        positive_number(f"{name}.lr", self.lr)
-        non_negative_number(f"{name}.clip", self.clip)
-        integer(f"{name}.seed", self.seed)
-        one_of(f"{name}.schedule", self.schedule, SCHEDULES)
-        non_negative_int(f"{name}.warmup_steps", self.warmup_steps)
-        one_of(f"{name}.precision", self.precision, PRECISIONS)
-        optional(positive_number, f"{name}.time_budget_s", self.time_budget_s)
-        if self.schedule != "constant" and self.warmup_steps < 1:
-            raise ValueError(f"{name}.warmup_steps must be >= 1 with schedule={self.schedule!r}")
-        if self.schedule == "linear_to_budget" and self.time_budget_s is None:
-            raise ValueError(
-                f"{name}.schedule='linear_to_budget' decays to 0 when the time budget runs "
-                "out: it needs time_budget_s (--time-budget SECONDS)"
-            )
-
-    def engine_config(self, **runtime: Any) -> EngineConfig:
-        """The engine's config of this run (``runtime``: out_dir, device, progress ...);
-        the seed is left to the caller, who seeds before building model and data."""
-        return EngineConfig(
-            epochs=self.epochs, lr=self.lr, clip=self.clip if self.clip > 0 else None,
-            optimizer=self.optimizer, beta2=0.999, seed=None, schedule=self.schedule,
-            warmup_steps=self.warmup_steps, precision=self.precision,
-            time_budget_s=self.time_budget_s, log_every=max(1, self.epochs // 20), **runtime,
-        )  # fmt: skip
 
 
 @dataclass
