@@ -50,10 +50,12 @@ def grad_clipping(net, theta):
 
 
 def _book_config(num_epochs: int, lr: float, device, optimizer: str) -> EngineConfig:
-    # the book's settings: clip at 1, Adam's default betas, no re-seeding, no bars
+    # the book's settings: clip at 1, Adam's default betas, no re-seeding, no bars; no loss
+    # guard (a book run that diverges shows its NaN, as the book's own loop does)
     return EngineConfig(
         epochs=num_epochs, lr=lr, clip=1.0, optimizer=optimizer, beta2=0.999, seed=None,
         device=str(device), progress=False, log_every=0, flat_params=True,
+        max_nonfinite_steps=0, divergence_factor=0,
     )  # fmt: skip
 
 

@@ -298,9 +298,9 @@ class Trainer(HyperParameters):
             return None
         clip = float(self.gradient_clip_val) if self.gradient_clip_val > 0 else None
         device = str(self.gpus[0]) if self.gpus else "cpu"
-        config = EngineConfig(
+        config = EngineConfig(  # no loss guard: a diverging run shows its NaN, as the book's
             epochs=int(self.max_epochs), clip=clip, seed=None, progress=False, log_every=0,
-            device=device,
+            device=device, max_nonfinite_steps=0, divergence_factor=0,
         )  # fmt: skip
         self.engine = Engine(model, BookTask(self), config, optimizer=self.optim)
         self.engine.fit()
