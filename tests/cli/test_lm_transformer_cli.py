@@ -259,3 +259,24 @@ def test_train_errors(text, tmp_path, capsys, args, said):
     assert _train(text, tmp_path / "lm", 1, *args) == 1
     assert said in capsys.readouterr().err
     assert not (tmp_path / "lm").exists()
+
+
+def test_a_checkpoint_written_before_the_activation_and_norm_eps_fields_resumes(
+    text, trained, tmp_path
+):
+    """Checkpoints of before the GPT-2 fields (activation, norm_eps) have neither key: they
+    are the fields' defaults, so --resume takes such a folder as the same model."""
+    import shutil
+
+    out = tmp_path / "old"
+    shutil.copytree(trained, out)
+    config_path = out / "config.json"
+    config = json.loads(config_path.read_text())
+    assert config.pop("activation") == "gelu" and config.pop("norm_eps") == 1e-5
+    config_path.write_text(json.dumps(config))
+    model, _, _ = load_lm_checkpoint(out)
+    assert model.config.activation == "gelu" and model.config.norm_eps == 1e-5
+    argv = ["lm", "train", *TINY, "--data", str(text), "--epochs", "3", "--out", str(out)]
+    assert attnkit.cli.main([*argv, "--resume"]) == 0
+    history = load_checkpoint(out, trainer=True, task="lm").config["history"]
+    assert len(history["train_loss"]) == 3

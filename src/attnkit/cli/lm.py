@@ -288,7 +288,9 @@ def _run_config(arch: str, model, resolved, world: int, tokenizer) -> dict:
     if tokenizer is not None:
         data["subword_vocab"], data["tokenizer_model"] = d["subword_vocab"], tokenizer.meta()
     train = {k: getattr(c, k) for k in ("epochs", "optimizer", "lr", "clip", "seed", "schedule",
-                                        "warmup_steps", "precision", "time_budget_s")}  # fmt: skip
+                                        "warmup_steps", "precision", "time_budget_s",
+                                        "save_every_minutes", "save_every_steps",
+                                        "max_nonfinite_steps", "divergence_factor")}  # fmt: skip
     return {"arch": arch, **fields, **data, **train, "processes": world}
 
 

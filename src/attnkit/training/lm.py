@@ -25,6 +25,7 @@ evaluated epoch: windows of ``val_steps`` tokens, each from a fresh state.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -47,7 +48,7 @@ from attnkit.checkpoint import save_checkpoint
 from attnkit.data.text import Vocab
 from attnkit.inference.generation import model_device
 from attnkit.metrics import perplexity
-from attnkit.models.registry import lm_arch, lm_model_keys
+from attnkit.models.registry import LM_ARCHS, lm_arch, lm_model_keys
 from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task, TaskContext
 from attnkit.training.lm_config import LM_OPTIMIZERS, LMTrainConfig
 
@@ -225,10 +226,13 @@ class LMTask(Task):
                 f"checkpoint {directory} holds an {lm_arch(config)!r} language model, not an "
                 f"{arch!r} one"
             )
+        # a field added after the checkpoint was written has its default there
+        defaults = {f.name: f.default for f in dataclasses.fields(LM_ARCHS[arch])}
+        saved = {key: config.get(key, defaults.get(key)) for key in lm_model_keys(arch)}
         changed = [
-            f"{key} {value!r} (checkpoint: {config.get(key)!r})"
+            f"{key} {value!r} (checkpoint: {saved[key]!r})"
             for key, value in self.run_config.items()
-            if key in lm_model_keys(arch) and key != "vocab_size" and config.get(key) != value
+            if key in saved and key != "vocab_size" and saved[key] != value
         ]  # the vocabulary's size: the vocabulary's check below
         if changed:
             raise ValueError(f"checkpoint {directory} has another model: {', '.join(changed)}")
