@@ -245,7 +245,7 @@ class TranslationTask(PaddedPairsTask):
         for name in ("src_vocab", "tgt_vocab", "batches", "encode_source", "to_dict"):
             if not hasattr(data, name):
                 raise TypeError(f"data must be a TranslationData (missing .{name})")
-        super().__init__((), data.tgt_vocab["<bos>"], label_smoothing=config.label_smoothing)
+        super().__init__((), data.special_ids["bos"], label_smoothing=config.label_smoothing)
         self.data, self.config = data, config
         self.arch = arch
         self.model_config = dict(model_config or {})
@@ -369,7 +369,7 @@ def evaluate_split(
     rank, world = ctx.rank, ctx.world_size
     cfg = ctx.config
     batch_tokens = getattr(cfg, "batch_tokens", 1024)
-    bos_id = data.tgt_vocab["<bos>"]
+    bos_id = data.special_ids["bos"]
     was_training = model.training
     model.eval()
     totals = torch.zeros(2, dtype=torch.float64, device=device)
