@@ -55,7 +55,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix src tests benchmarks tools
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/attention.py
+	$(BIN)/python -m benchmarks.book.attention
 
 print-python:
 	@$(PICK_PY); echo "$$py ($$($$py --version 2>&1))"; \

@@ -17,7 +17,7 @@ it stopped. ``--json FILE`` writes every cell's printed output (what the oracle 
 compares). Exit status 1 when a section stops.
 
 ``--d2l-import LINE`` replaces the import with another line (the oracle script,
-``benchmarks/book_oracle.py``, runs the same cells on the published d2l package).
+``benchmarks/book/oracle.py``, runs the same cells on the published d2l package).
 """
 
 from __future__ import annotations

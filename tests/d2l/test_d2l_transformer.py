@@ -79,7 +79,7 @@ def test_state_dict_keys_and_attention_weight_layout():
 
 
 def test_book_transformer_section_on_real_data(fra_file):
-    """A short run of the book's section (the full 200 epochs is benchmarks/d2l_transformer_section.py)."""
+    """A short run of the book's section (the full 200 epochs is benchmarks/book/d2l_transformer_section.py)."""
     train_iter, src_vocab, tgt_vocab = d2l.load_data_nmt(64, 10)
     assert (len(src_vocab), len(tgt_vocab)) == (184, 201)
     torch.manual_seed(0)

@@ -10,7 +10,7 @@ Two kernels give the same function:
   matmuls and a softmax, the form of the book and of most peers' "eager" attention.
 
 Which is faster depends on the device, the dtype and the lengths, so the choice is made
-per call from measurements (``benchmarks/attention_kernels.py`` measures both on the
+per call from measurements (``benchmarks/kernels/attention_kernels.py`` measures both on the
 machine at hand, forward and backward; its table is in docs/benchmarks.md): on the CPU in
 bfloat16 or float16 at up to ``MATMUL_MAX_KEYS`` keys, the explicit products win (2-5x at
 16-128 keys, 1.2x at 512, measured 2026-11-25 on 2 cores); everywhere else, and always in
@@ -44,7 +44,7 @@ __all__ = [
 KERNELS = ("auto", "sdpa", "matmul")
 _HALF = (torch.bfloat16, torch.float16)
 # the longest keys at which explicit products beat the fused CPU kernel in half precision
-# (benchmarks/attention_kernels.py: 1.17-1.24x at 512 keys, 0.74-0.91x at 1024)
+# (benchmarks/kernels/attention_kernels.py: 1.17-1.24x at 512 keys, 0.74-0.91x at 1024)
 MATMUL_MAX_KEYS = 512
 
 _kernel = one_of(

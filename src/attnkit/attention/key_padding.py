@@ -12,7 +12,7 @@ a row with no valid key gives a zero output, as everywhere in attnkit.
 It pays off when keys are long and lengths vary: on 2 cores, batch 32, 8 heads,
 Dh 32 and uniform random lengths, the attention core (forward + backward) takes about
 0.65x the masked kernel's time at K = 512 and about 0.9x at K = 128 (see
-benchmarks/attention.py). Each row costs two kernel launches, so MultiHeadAttention uses
+benchmarks/book/attention.py). Each row costs two kernel launches, so MultiHeadAttention uses
 it only on CPU, for K >= ``MIN_KEYS`` keys and Q >= ``MIN_QUERIES`` queries (not for
 one-position decoding steps), without dropout and when no weights are requested.
 """

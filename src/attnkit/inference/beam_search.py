@@ -23,7 +23,7 @@ rows (the key/value caches of the Transformer, the GRU state of the Bahdanau dec
 The results are those of one sentence searched alone, ranked by the same float sums, so
 the same as keeping every row of a batch until its last sentence ends (tested against a
 per-sentence reference), at the cost of the rows that still matter
-(``benchmarks/decode_speed.py`` counts them).
+(``benchmarks/models/decode_speed.py`` counts them).
 
 :func:`check_decode_inputs` lives here, below ``attnkit.inference.decoding`` (greedy
 decoding and the one ``translate``), which imports this module.

@@ -11,8 +11,8 @@ compiler uses for x86 int8 models), then scales each row back and adds the bias;
 with fewer rows multiplies by the same rounded weights in float32 (quantizing the input
 costs more there than the int8 product saves). Embeddings, LayerNorms and
 attention's own products stay float32. Outputs change slightly: the tests bound each layer's error
-and count changed next tokens; ``benchmarks/peers.py decode`` measures speed and changed
-outputs on a trained model, ``benchmarks/linear_layout.py`` each layer.
+and count changed next tokens; ``benchmarks/peers/translation.py decode`` measures speed and changed
+outputs on a trained model, ``benchmarks/kernels/linear_layout.py`` each layer.
 
 Each row is quantized on its own (a row's large or non-finite values do not reach the
 others), but the row count of a call picks the product, so a sentence can come out
@@ -33,7 +33,7 @@ __all__ = ["INT8_MIN_WORK", "Int8Linear", "available", "exact_int8_product", "qu
 _TINY = torch.finfo(torch.float32).tiny
 
 # rows x weights from which the int8 product beats the float32 one of the same (rounded)
-# weights, prepacked; measured with benchmarks/linear_layout.py 2026-11-25: the output
+# weights, prepacked; measured with benchmarks/kernels/linear_layout.py 2026-11-25: the output
 # layer (1 M weights) from 64 rows (639 -> 347 us), 768 x 256 and 1024 x 256 from 256
 # rows (477 -> 311, 635 -> 350 us), 256 x 256 never
 INT8_MIN_WORK = 1 << 25

@@ -10,9 +10,9 @@ sentences of a batch decode alone: N = 1..4), where that work is most of the cal
 ``_reorder_linear_weight`` / ``_linear_pointwise``, the pair PyTorch's compiler uses for
 CPU linear layers), made at the first call and again whenever the weight changes.
 
-``benchmarks/linear_layout.py`` measured it 2026-11-25 on the 2-core test machine (fp32,
+``benchmarks/kernels/linear_layout.py`` measured it 2026-11-25 on the 2-core test machine (fp32,
 3 rounds): the recipe's 256 x 4000 output layer 1.75x ``F.linear`` at one row, 2.81x at
-four, 1.67x at 64, 1.37x at 256; ``benchmarks/peers.py decode`` times whole translations.
+four, 1.67x at 64, 1.37x at 256; ``benchmarks/peers/translation.py decode`` times whole translations.
 Small layers stay plain (``MIN_WEIGHTS``): oneDNN's call costs more than MKL's there.
 
 It is ``nn.Linear`` in everything else (a subclass: the same parameters, state dict and

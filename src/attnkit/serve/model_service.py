@@ -9,7 +9,7 @@ Everything here is plain Python (no HTTP), so it can be tested and reused on its
 Requests run on the shared model at the same time, in the server's worker threads: the
 model is only read, and each request's attention maps are recorded in its own context
 (``attnkit.attention.recording``), never on the modules. ``max_concurrent`` bounds how many run at once (1: one
-request at a time instead (a lock; ``benchmarks/serve_concurrency.py`` compares both).
+request at a time instead (a lock; ``benchmarks/models/serve_concurrency.py`` compares both).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class ModelService:
         max_beam: the largest accepted beam size.
         max_concurrent: translations running at once (the others wait); None: no bound,
             1: one at a time. Default 2 (the best of 1, 2 and unbounded on 2 cores:
-            ``benchmarks/serve_concurrency.py``).
+            ``benchmarks/models/serve_concurrency.py``).
     """
 
     def __init__(

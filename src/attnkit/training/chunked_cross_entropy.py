@@ -13,7 +13,7 @@ tensors again: at the base recipe's shapes (~1,700 x 4,000) 22-38 ms of a ~190 m
 training step, all of it memory traffic. :func:`chunked_cross_entropy` reads C rows at a
 time into float32 (C x V fits the core's cache), keeps only the log-sum-exp per row, and
 in the backward pass writes each chunk's gradient straight into the logits' dtype:
-12-14 ms for the same rows (``benchmarks/cross_entropy.py``). Float32 accumulation
+12-14 ms for the same rows (``benchmarks/kernels/cross_entropy.py``). Float32 accumulation
 throughout; values equal ``F.cross_entropy``'s to float32 rounding.
 
 ``attnkit.training.losses.masked_cross_entropy`` uses it for bfloat16/float16 logits on
