@@ -1,0 +1,83 @@
+"""Random-weight models at real sizes, built by Hugging Face transformers and saved as a
+Hugging Face folder: the one set of weights each real-size benchmark hands to every
+contender (attnkit through its converters, CTranslate2 through its Marian converter).
+
+- ``OPUS_MT_EN_FR``: MarianMT at Helsinki-NLP/opus-mt-en-fr's shapes (width 512, 6 + 6
+  post-norm layers, 8 heads, FFN 2048 with swish, 59,514 tied ids, static sinusoids with
+  the embeddings scaled by sqrt(512), decoding from the pad id, ``</s>`` = 0);
+- ``GPT2_SMALL``: GPT-2 small (width 768, 12 layers, 12 heads, 50,257 ids, context 1024).
+
+transformers and ctranslate2 are imported inside the functions only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+OPUS_MT_EN_FR = dict(
+    vocab_size=59514, d_model=512, encoder_layers=6, decoder_layers=6,
+    encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048,
+    decoder_ffn_dim=2048, activation_function="swish", scale_embedding=True,
+    static_position_embeddings=True, share_encoder_decoder_embeddings=True,
+    tie_word_embeddings=True, pad_token_id=59513, decoder_start_token_id=59513,
+    eos_token_id=0, max_position_embeddings=512, dropout=0.1, attention_dropout=0.0,
+    activation_dropout=0.0, bad_words_ids=[[59513]],
+)  # fmt: skip
+GPT2_SMALL = dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12)
+
+
+def hf_marian(folder: Path, seed: int = 0):
+    """A random-weight ``MarianMTModel`` (eager attention), saved to ``folder``; eval mode."""
+    from transformers import MarianConfig, MarianMTModel
+
+    torch.manual_seed(seed)
+    model = MarianMTModel(MarianConfig(**OPUS_MT_EN_FR, attn_implementation="eager"))
+    model.save_pretrained(folder)
+    return model.eval()
+
+
+def hf_gpt2(folder: Path, seed: int = 0, **config):
+    """A random-weight ``GPT2LMHeadModel`` (eager attention; ``config`` overrides GPT-2 small's
+    fields), saved to ``folder``; eval mode."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(seed)
+    model = GPT2LMHeadModel(GPT2Config(**{**GPT2_SMALL, **config}, attn_implementation="eager"))
+    model.save_pretrained(folder)
+    return model.eval()
+
+
+class _Vocabulary:
+    """What CTranslate2's Marian loader asks of a tokenizer: ids as tokens ``t0``, ``t1``, ...
+    with ``</s>`` at 0, ``<unk>`` at 1 and ``<pad>`` last (random weights need no pieces)."""
+
+    def __init__(self, size: int, eos: int, pad: int) -> None:
+        self.tokens = [f"t{i}" for i in range(size)]
+        self.tokens[eos], self.tokens[1], self.tokens[pad] = "</s>", "<unk>", "<pad>"
+        self.eos_token, self.unk_token = "</s>", "<unk>"
+
+    def get_vocab(self) -> dict[str, int]:
+        return {t: i for i, t in enumerate(self.tokens)}
+
+
+def ct2_marian(model, out: Path) -> list[str]:
+    """Convert a ``MarianMTModel`` with CTranslate2's own Marian loader into the folder ``out``
+    (float32 weights; quantize with ``compute_type`` when loading). Returns the tokens of the
+    ids (the ``<pad>`` id has none: CTranslate2 starts the decoder from a zero embedding)."""
+    from ctranslate2.converters.transformers import MarianMTLoader
+
+    cfg = model.config
+    vocab = _Vocabulary(cfg.vocab_size, cfg.eos_token_id, cfg.pad_token_id)
+    spec = MarianMTLoader()(model, vocab)
+    spec.validate()
+    spec.optimize(quantization=None)
+    out.mkdir(parents=True, exist_ok=True)
+    spec.save(str(out))
+    return vocab.tokens
+
+
+def equal_rows(a: list[list[int]], b: list[list[int]]) -> str:
+    """``n/N``: how many sequences of ``b`` are the same ids as ``a``'s."""
+    return f"{sum(x == y for x, y in zip(a, b))}/{len(a)}"
