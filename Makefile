@@ -23,6 +23,9 @@ PICK_PY = py='$(PY)'; \
 	elif ! "$$py" -c '$(PY_OK)'; then \
 	  echo "warning: PY=$$py is not 3.11-3.14; torch 2.13.0 / attnkit may not install" >&2; \
 	fi
+# pytest-xdist workers of `make test`: the suite's tests each use one thread (tests/conftest.py),
+# so two workers use both cores of the 2-core CI machine. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -44,7 +47,7 @@ test: $(STAMP)
 	bash tools/ensure_browser.sh
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/ruff format --check src tests benchmarks tools
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools
