@@ -15,6 +15,16 @@ CPU linear layers), made at the first call and again whenever the weight changes
 four, 1.67x at 64, 1.37x at 256; ``benchmarks/peers/translation.py decode`` times whole translations.
 Small layers stay plain (``MIN_WEIGHTS``): oneDNN's call costs more than MKL's there.
 
+A tied output layer multiplies by an embedding's table without an ``nn.Linear`` to
+replace (``DecoderLM``'s logits ``h Eᵀ``): :class:`WeightLayout` keeps that weight's layout
+for it, an inference-only attribute outside the state dict, given by
+:func:`prepack_linears` to every module whose class declares ``output_layout = None``.
+Measured 2026-11-28 (``benchmarks/peers/gpt2_generation.py``'s model, 2 threads, 5
+interleaved rounds): GPT-2 small generation 1.12x at batch 1, 1.28x at batch 16.
+A block of rows of a prepacked layer (the decoder step's cross-attention query, the first
+D rows of ``W_qkv``) stays ``F.linear``: packed, 512 x 512 at one row took 159 us against
+70, and whole OPUS-MT-size decoding was unchanged at batch 1, 16 and beam 4.
+
 It is ``nn.Linear`` in everything else (a subclass: the same parameters, state dict and
 ``isinstance``), and it runs the plain ``F.linear`` whenever the packed path does not
 apply: training mode, autograd recording, autocast, an input or weight off the CPU, a
@@ -33,6 +43,7 @@ from attnkit._validate import positive_int
 __all__ = [
     "MIN_WEIGHTS",
     "PrepackedLinear",
+    "WeightLayout",
     "available",
     "pack_weight",
     "prepack_linears",
@@ -143,19 +154,7 @@ class PrepackedLinear(nn.Linear):
 
     def forward(self, input: Tensor) -> Tensor:  # (..., D_in) -> (..., D_out)
         weight = self.weight
-        if (
-            (torch.is_grad_enabled() and (weight.requires_grad or input.requires_grad))
-            or self.training
-            or torch.is_autocast_enabled("cpu")
-            or input.dtype is not weight.dtype
-            or weight.dtype not in _DTYPES
-            or (weight.dtype is torch.bfloat16 and not _bf16_packing())
-            or input.device.type != "cpu"
-            or weight.device.type != "cpu"
-            or input.dim() < 2
-            or (self.bias is not None and self.bias.dtype is not weight.dtype)
-            or not available()
-        ):
+        if self.training or not _packable(input, weight, self.bias):
             return F.linear(input, weight, self.bias)
         return _LINEAR(input, self._packed_weight(weight), self.bias, "none", [], "")
 
@@ -171,10 +170,9 @@ class PrepackedLinear(nn.Linear):
         in-place update bumps its version (``load_state_dict``, an optimizer step), ``.to``
         gives a new tensor. A write through ``.data`` in eval mode does not show: call
         ``train()``/``eval()`` after one."""
-        version = None if weight.is_inference() else weight._version
-        key = (weight.data_ptr(), version, weight.dtype, weight.shape)
+        key = _weight_key(weight)
         if key != self._packed_key:
-            self._packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), _ROWS_HINT)
+            self._packed = _reorder(weight)
             self._packed_key = key
         return self._packed
 
@@ -184,18 +182,94 @@ class PrepackedLinear(nn.Linear):
         return state
 
 
+class WeightLayout:
+    """oneDNN's layout of a weight a module multiplies by without owning it as an
+    ``nn.Linear`` (a tied output layer: ``DecoderLM``'s logits ``h Eᵀ`` by its embedding
+    table E (V, D)). Not a module and nothing of the state dict: the owner keeps its
+    parameter, ties and state dict as they are. :meth:`linear` runs the packed product
+    where ``PrepackedLinear`` would (and the weight has ``min_weights`` weights), made at
+    the first call and again whenever the weight changes; ``F.linear`` otherwise."""
+
+    def __init__(self, min_weights: int = MIN_WEIGHTS) -> None:
+        self.min_weights = positive_int("min_weights", min_weights)
+        self._packed: Tensor | None = None  # oneDNN's layout of the weight
+        self._key: tuple | None = None  # which weight (and version) it was made from
+
+    def linear(
+        self, x: Tensor, weight: Tensor, bias: Tensor | None = None, *, training: bool = False
+    ) -> Tensor:
+        """x (..., D_in) -> (..., D_out) by weight (D_out, D_in): the owner's ``training``
+        runs ``F.linear`` and drops the layout (made again at the next inference call)."""
+        if training or weight.numel() < self.min_weights or not _packable(x, weight, bias):
+            if training:
+                self._packed, self._key = None, None
+            return F.linear(x, weight, bias)
+        key = _weight_key(weight)
+        if key != self._key:
+            self._packed, self._key = _reorder(weight), key
+        return _LINEAR(x, self._packed, bias, "none", [], "")
+
+    def __getstate__(self) -> dict:
+        return {"min_weights": self.min_weights, "_packed": None, "_key": None}
+
+    def __repr__(self) -> str:
+        return f"WeightLayout(min_weights={self.min_weights})"
+
+
+def _packable(input: Tensor, weight: Tensor, bias: Tensor | None) -> bool:
+    """Whether oneDNN's packed product may run (the layer in eval mode aside): no autograd
+    recording, no autocast, CPU tensors of one packable dtype, the operators present."""
+    return not (
+        (torch.is_grad_enabled() and (weight.requires_grad or input.requires_grad))
+        or torch.is_autocast_enabled("cpu")
+        or input.dtype is not weight.dtype
+        or weight.dtype not in _DTYPES
+        or (weight.dtype is torch.bfloat16 and not _bf16_packing())
+        or input.device.type != "cpu"
+        or weight.device.type != "cpu"
+        or input.dim() < 2
+        or (bias is not None and bias.dtype is not weight.dtype)
+        or not available()
+    )
+
+
+def _weight_key(weight: Tensor) -> tuple:
+    """What a layout was made from: the storage, its version (in-place writes bump it;
+    tensors made in inference mode have none), dtype and shape."""
+    version = None if weight.is_inference() else weight._version
+    return (weight.data_ptr(), version, weight.dtype, weight.shape)
+
+
+def _reorder(weight: Tensor) -> Tensor:  # (D_out, D_in) -> oneDNN's opaque layout
+    return torch.ops.mkldnn._reorder_linear_weight(weight.detach(), _ROWS_HINT)
+
+
 def prepack_linears(model: nn.Module, min_weights: int = MIN_WEIGHTS) -> int:
     """Replace every plain ``nn.Linear`` inside ``model`` with at least ``min_weights``
     weights by a :class:`PrepackedLinear` holding the same parameters (the state dict
-    keeps its keys and tensors). Returns how many were replaced: 0 when this PyTorch
-    lacks the operators. In place."""
+    keeps its keys and tensors), and give every module whose class declares
+    ``output_layout = None`` (a tied output layer: ``DecoderLM``) a
+    :class:`WeightLayout`. Returns how many layers were replaced or given a layout: 0
+    when this PyTorch lacks the operators. In place."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     min_weights = positive_int("min_weights", min_weights)
     if not available():
         return 0
-    return replace_linears(
+    replaced = replace_linears(
         model,
         PrepackedLinear,
         lambda layer: type(layer) is nn.Linear and layer.weight.numel() >= min_weights,
     )
+    return replaced + _give_output_layouts(model, min_weights)
+
+
+def _give_output_layouts(model: nn.Module, min_weights: int) -> int:
+    """A ``WeightLayout`` for each module whose class declares ``output_layout`` and that
+    has none yet; returns how many were given."""
+    given = 0
+    for module in model.modules():
+        if hasattr(type(module), "output_layout") and module.output_layout is None:
+            module.output_layout = WeightLayout(min_weights)
+            given += 1
+    return given

@@ -34,7 +34,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -53,6 +53,9 @@ from attnkit.attention.positional import (
 from attnkit.attention.recording import record_attention
 from attnkit.models.activations import ACTIVATIONS, activation_module, check_activation
 from attnkit.models.seq2seq import check_tokens
+
+if TYPE_CHECKING:
+    from attnkit.inference.prepacked import WeightLayout
 
 __all__ = ["DecoderLM", "DecoderLMBlock", "DecoderLMCache", "DecoderLMConfig", "build_decoder_lm"]
 
@@ -218,6 +221,10 @@ class DecoderLM(nn.Module):
     ``final_norm``.
     """
 
+    # the tied output layer's oneDNN layout (inference only, outside the state dict): set
+    # by ``attnkit.inference.prepacked.prepack_linears``
+    output_layout: WeightLayout | None = None
+
     def __init__(self, config: DecoderLMConfig) -> None:
         super().__init__()
         if not isinstance(config, DecoderLMConfig):
@@ -302,10 +309,17 @@ class DecoderLM(nn.Module):
         with recorder as record:  # an outer record_attention() block records as well
             for block, layer_cache in zip(self.blocks, layers, strict=True):
                 x = block(x, layer_cache, mask, rope)  # (B, T, D); a module call: hooks fire
-        logits = F.linear(self.final_norm(x), self.embedding.weight)  # (B, T, V), tied
+        logits = self._logits(self.final_norm(x))  # (B, T, V), tied
         if not return_attention:
             return logits
         return logits, [record.get(block.attention) for block in self.blocks]  # L x (B, H, T, K)
+
+    def _logits(self, h: Tensor) -> Tensor:
+        """h (B, T, D) -> logits h Eᵀ (B, T, V), E the embedding (tied); prepacked in
+        inference once ``prepack_linears`` gave the model an ``output_layout``."""
+        if self.output_layout is None:
+            return F.linear(h, self.embedding.weight)
+        return self.output_layout.linear(h, self.embedding.weight, training=self.training)
 
     def _check_ids(self, ids: Tensor) -> None:
         """At least one position; ids in [0, V) checked on the CPU and in eval mode (a
