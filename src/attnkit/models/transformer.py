@@ -9,18 +9,11 @@ H heads, F feed-forward width (d_ff), V vocabulary size, L layers.
           logits = Dense(Y) = Y W_outᵀ + b_out       FFN(X) = W2 act(W1 X + b1) + b2
 
 Post-norm as the book (``LayerNorm(X + Dropout(Y))``) or pre-norm
-(``X + Dropout(Y(LayerNorm(X)))`` plus a final LayerNorm) by config. The other options of
-``TransformerConfig`` (their defaults are the book's model, so checkpoints written before
-them load as they were):
-
-- ``activation``: the FFN's act, relu (the book) or gelu, gelu-tanh, silu
-  (``attnkit.models.activations``; Marian's OPUS-MT models use silu, "swish");
-- ``positions_layout``: the sinusoidal table's columns, ``interleaved`` (the book) or
-  ``halves`` (Marian: every sine, then every cosine);
-- ``scale_embedding``: s = sqrt(D) (the book, Marian's ``scale_embedding: true``) or 1;
-- ``tie_embeddings``: one (V, D) matrix is the source embedding, the target embedding and
-  W_out (Marian with a shared vocabulary; needs equal vocabularies). The output layer keeps
-  its own bias b_out in every case: Marian's ``final_logits_bias``.
+(``X + Dropout(Y(LayerNorm(X)))`` plus a final LayerNorm) by config. The other fields of
+``TransformerConfig`` (activation, positions_layout, scale_embedding, tie_embeddings) default
+to the book's model, so checkpoints written before them load as they were; with them it is
+also Marian's (silu, sine/cosine halves, one tied (V, D) matrix, W_out's bias its
+``final_logits_bias``).
 
 The decoder is causal in every mode (the book's is not in a full eval-mode pass).
 Its state is the book's layout ``[enc_outputs, enc_valid_lens, caches]`` where
@@ -253,11 +246,9 @@ class _TokenStack:
         scaled = getattr(config, "scale_embedding", True)
         self.embed_scale = math.sqrt(config.d_model) if scaled else 1.0
         self.embedding = nn.Embedding(vocab_size, config.d_model)
+        layout = getattr(config, "positions_layout", "interleaved")
         self.pos_encoding = PositionalEncoding(
-            config.d_model,
-            config.dropout,
-            config.max_len,
-            getattr(config, "positions_layout", "interleaved"),
+            config.d_model, config.dropout, config.max_len, layout
         )
         self.blks = nn.Sequential()
         for i in range(config.num_layers):
