@@ -7,29 +7,13 @@ import json
 import re
 from pathlib import Path
 
-import pytest
+from tests.notebooks import execute, nbformat_module
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "exercises.ipynb"
-HINT = "not installed (pip install -e '.[dev]')"
 
 
 def test_exercises_notebook_executes_and_shows_the_answers(tmp_path):
-    nbformat = pytest.importorskip("nbformat", reason=f"nbformat {HINT}")
-    nbclient = pytest.importorskip("nbclient", reason=f"nbclient {HINT}")
-    pytest.importorskip("ipykernel", reason=f"ipykernel {HINT}")
-    from nbclient.exceptions import CellExecutionError
-
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(
-        nb, timeout=120, startup_timeout=60, kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},
-    )  # fmt: skip
-    try:
-        client.execute()
-    except CellExecutionError:
-        raise
-    except Exception as e:  # no kernel: no ZMQ sockets, no kernelspec, startup timeout
-        pytest.skip(f"the Jupyter kernel could not start or run: {type(e).__name__}: {e}")
+    nb = execute(nbformat_module().read(NOTEBOOK, as_version=4), tmp_path)
     chosen = re.findall(r'show\("([^"]+)"\)', "".join(c.source for c in nb.cells))
     assert len(chosen) >= 10
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]

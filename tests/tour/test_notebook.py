@@ -4,30 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+from tests.notebooks import execute, nbformat_module
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "tour.ipynb"
-HINT = "not installed (pip install -e '.[dev]')"
 
 
 def test_tour_notebook_executes(tmp_path):
-    nbformat = pytest.importorskip("nbformat", reason=f"nbformat {HINT}")
-    nbclient = pytest.importorskip("nbclient", reason=f"nbclient {HINT}")
-    pytest.importorskip("ipykernel", reason=f"ipykernel {HINT}")
-    from nbclient.exceptions import CellExecutionError
-
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    # "python3" is ipykernel's spec for this interpreter (the venv's python)
-    client = nbclient.NotebookClient(
-        nb, timeout=120, startup_timeout=60, kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},
-    )  # fmt: skip
-    try:
-        client.execute()
-    except CellExecutionError:
-        raise  # a cell failed: that is a test failure, not an environment problem
-    except Exception as e:  # no kernel: no ZMQ sockets, no kernelspec, startup timeout
-        pytest.skip(f"the Jupyter kernel could not start or run: {type(e).__name__}: {e}")
+    nb = execute(nbformat_module().read(NOTEBOOK, as_version=4), tmp_path)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")

@@ -9,30 +9,19 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from tests.notebooks import execute, nbformat_module
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "attention.ipynb"
-HINT = "not installed (pip install -e '.[dev]')"
 
 
 @pytest.mark.slow
 def test_attention_notebook_executes(tmp_path, monkeypatch):
-    nbformat = pytest.importorskip("nbformat", reason=f"nbformat {HINT}")
-    nbclient = pytest.importorskip("nbclient", reason=f"nbclient {HINT}")
-    pytest.importorskip("ipykernel", reason=f"ipykernel {HINT}")
-    from nbclient.exceptions import CellExecutionError
-
+    nbformat = nbformat_module()
     monkeypatch.setenv("ATTNKIT_NOTEBOOK_SMALL", "1")  # the kernel inherits the environment
     monkeypatch.delenv("ATTNKIT_GPT2", raising=False)
     nb = nbformat.read(NOTEBOOK, as_version=4)
     assert not [o for c in nb.cells for o in c.get("outputs", [])]  # stored without outputs
-    client = nbclient.NotebookClient(nb, timeout=300, startup_timeout=60, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})  # fmt: skip
-    try:
-        client.execute()
-    except CellExecutionError:
-        raise
-    except Exception as e:  # no kernel: no ZMQ sockets, no kernelspec, startup timeout
-        pytest.skip(f"the Jupyter kernel could not start or run: {type(e).__name__}: {e}")
+    execute(nb, tmp_path, timeout=300)
     outputs = [o for c in nb.cells for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
     views = [o["data"] for o in outputs if "attnkit-view" in o.get("data", {}).get("text/html", "")]

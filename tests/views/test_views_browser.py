@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from tests.notebooks import HINT, execute, nbformat_module
 from tests.serve.test_serve_browser import CHROMIUM_ARGS, find_chromium
 
-HINT = "not installed (pip install -e '.[dev]')"
 SETUP = """
 import torch
 import attnkit
@@ -62,22 +62,11 @@ def weights_of(locator) -> list[float]:
 
 @pytest.fixture(scope="module")
 def notebook(tmp_path_factory):
-    nbformat = pytest.importorskip("nbformat", reason=f"nbformat {HINT}")
-    nbclient = pytest.importorskip("nbclient", reason=f"nbclient {HINT}")
+    nbformat = nbformat_module()
     nbconvert = pytest.importorskip("nbconvert", reason=f"nbconvert {HINT}")
-    pytest.importorskip("ipykernel", reason=f"ipykernel {HINT}")
-    from nbclient.exceptions import CellExecutionError
-
     work = tmp_path_factory.mktemp("notebook")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
-    client = nbclient.NotebookClient(nb, timeout=120, startup_timeout=60, kernel_name="python3",
-                                     resources={"metadata": {"path": str(work)}})  # fmt: skip
-    try:
-        client.execute()
-    except CellExecutionError:
-        raise
-    except Exception as e:  # no kernel: no ZMQ sockets, no kernelspec, startup timeout
-        pytest.skip(f"the Jupyter kernel could not start or run: {type(e).__name__}: {e}")
+    execute(nb, work)
     exporter = nbconvert.HTMLExporter(template_name="lab", mathjax_url="", require_js_url="")
     page, _ = exporter.from_notebook_node(nb)
     page = page.replace('<script src=""></script>', "").replace('<script src=""> </script>', "")
