@@ -21,6 +21,10 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
+# the suite asserts English messages whatever the machine's locale (tests/i18n choose
+# their languages themselves); subprocesses inherit it
+os.environ["ATTNKIT_LANG"] = "en"
+
 # tiny models on a 2-core machine shared with other jobs: one intra-op thread avoids
 # oversubscription (the recurrent models' many tiny matmuls get tens of times slower)
 torch.set_num_threads(1)

@@ -88,6 +88,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 LAYERS = [
+    ("i18n",),  # the message catalog and the language in force, below everything
     ("_validate",),  # the argument checks, below everything
     ("checkpoint", "cpu_memory", "metrics", "viz", "distributed"),  # foundation
     ("attention", "data"),
@@ -151,8 +152,8 @@ def test_the_layer_check_finds_an_upward_and_a_sibling_import():
         "attnkit.training.engine": {"attnkit.training.optim", "attnkit.models.rnn"},
     }
     assert _upward_imports(graph) == [
-        "attnkit.attention.masking (layer 2) imports attnkit.data.text (layer 2)",
-        "attnkit.data.subword (layer 2) imports attnkit.training.engine (layer 6)",
+        "attnkit.attention.masking (layer 3) imports attnkit.data.text (layer 3)",
+        "attnkit.data.subword (layer 3) imports attnkit.training.engine (layer 7)",
     ]
 
 

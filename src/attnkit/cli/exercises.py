@@ -27,7 +27,6 @@ def register(sub) -> None:
     p.add_argument("exercise", nargs="?", default=None, help="an ID from --list, or 'all'")
     p.add_argument("--list", action="store_true", help="one line per exercise")
     p.add_argument("--edition", default="0.17", help="numbering: 0.17 (default, = zh) or 1.0")
-    p.add_argument("--lang", default="en", help="en (default) or zh")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--out", default=None, help="folder for the figures (default: none written)")
     p.add_argument("--small", action="store_true", help="small, fast sizes (as the tests)")
@@ -46,9 +45,11 @@ def _main(a) -> int:
     from attnkit._validate import one_of
     from attnkit.exercises import EDITIONS, LANGS, exercises, find_exercise
     from attnkit.exercises.book import rerender_book, run_all, write_book
+    from attnkit.i18n import get_language
 
     one_of("--edition", a.edition, EDITIONS)
-    one_of("--lang", a.lang, LANGS)
+    # --lang (every command's) chose the language; the answer book has English and Chinese
+    a.lang = get_language() if get_language() in LANGS else "en"
     if a.list:
         rows = exercises(a.edition)
         width = max(len(e.label(a.edition)) for e in rows)
