@@ -22,11 +22,11 @@ LOCALE_DIR = Path(__file__).with_name("locale")
 # Every source file is in exactly one area (tests/i18n checks it).
 AREAS: dict[str, tuple[str, ...]] = {
     "core": (
-        "_validate.py", "checkpoint.py", "cpu_memory.py", "metrics.py", "viz.py",
-        "distributed.py", "__init__.py", "__main__.py", "i18n/**/*.py", "attention/**/*.py",
+        "_validate.py", "checkpoint.py", "cpu_memory.py", "metrics.py", "distributed.py", "__init__.py", "__main__.py", "i18n/**/*.py", "attention/**/*.py",
         "data/**/*.py", "models/**/*.py", "convert/**/*.py", "inference/**/*.py",
         "training/**/*.py",
     ),
+    "viz": ("viz.py",),
     "cli": ("cli/**/*.py",),
     "tour": ("tour/**/*.py",),
     "exercises": ("exercises/**/*.py",),
