@@ -11,15 +11,25 @@ import random
 
 import torch
 
+from attnkit.d2l.book_output import book_line
 from attnkit.d2l.utils import book_data_dir
 from attnkit.data import lm as _lm
 from attnkit.data import text as _text
 from attnkit.inference.generation import generate as _generate
 from attnkit.models import rnn as _rnn
 
-tokenize = _text.tokenize
 Vocab = _text.Vocab
 count_corpus = _text.count_corpus
+
+
+def tokenize(lines, token="word"):
+    """Lines split into words or characters. An unknown ``token`` is a ``ValueError`` (the
+    book prints an error and returns None); under Chinese its message is d2l-zh's words."""
+    if token not in ("word", "char"):
+        message = book_line("tokenize", token=token)
+        if message is not None:
+            raise ValueError(message)
+    return _text.tokenize(lines, token)
 
 
 def seq_data_iter_random(corpus, batch_size, num_steps):

@@ -9,7 +9,8 @@ global gradient norm clipped at 1; the book's final line. The engine's step make
 fast: padded batches trimmed to their longest sequence (exact: the source only for
 attnkit's own encoders, which skip padding; a reader's encoder sees the book's padding),
 fused Adam / foreach SGD and clipping, no host sync per step. No Animator: ``train_ch8``
-and ``train_seq2seq`` print the book's final line (and ``train_ch8`` its two predictions).
+and ``train_seq2seq`` print the book's final line (and ``train_ch8`` its two predictions),
+in the language in force: d2l-zh's line under Chinese (:mod:`attnkit.d2l.book_output`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attnkit.d2l.book_output import book_line
 from attnkit.d2l.rnn import predict_ch8
 from attnkit.metrics import perplexity
 from attnkit.models.seq2seq import xavier_init_weights
@@ -84,7 +86,7 @@ def train_ch8(net, train_iter, vocab, lr, num_epochs, device, use_random_iter=Fa
     engine = Engine(net, task, config, optimizer=_updater(net, lr))
     hist = LMHistory.from_engine(engine.fit())
     ppl, speed = hist.perplexity[-1], hist.tokens_per_sec[-1]
-    print(f"perplexity {ppl:.1f}, {speed:.1f} tokens/sec on {device!s}")
+    print(book_line("train_ch8", ppl=ppl, speed=speed, device=str(device)))
     print(predict_ch8("time traveller", 50, net, vocab, device))
     print(predict_ch8("traveller", 50, net, vocab, device))
 
@@ -105,4 +107,4 @@ def train_seq2seq(net, data_iter, lr, num_epochs, tgt_vocab, device):
     engine = Engine(net, task, _book_config(num_epochs, lr, device, "adam"))
     history = engine.fit()
     loss, speed = history["train_loss"][-1], history["tokens_per_s"][-1]
-    print(f"loss {loss:.3f}, {speed:.1f} tokens/sec on {device!s}")
+    print(book_line("train_seq2seq", loss=loss, speed=speed, device=str(device)))

@@ -19,6 +19,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
+from attnkit.d2l.book_output import book_line
 from attnkit.data import hub as _hub
 from attnkit.training import optim as _optim
 
@@ -47,10 +48,31 @@ def download(name: str, cache_dir=None) -> str:
     With ``cache_dir=None``: ``../data/<file>`` (the book's default folder, relative to the
     working directory) when its sha1 matches, else attnkit's cache, downloading into it.
     An explicit ``cache_dir`` is the only folder used (downloading into it if needed).
+    Under Chinese a download is announced as d2l-zh does ("正在从{url}下载{fname}...").
     """
     if cache_dir is None:
+        _announce(name, (book_data_dir(), _hub.cache_dir()))
         return str(_hub.download(name, search=(book_data_dir(),)))
+    _announce(name, (cache_dir,))
     return str(_hub.download(name, cache_dir))
+
+
+def _announce(name: str, folders) -> None:
+    """d2l-zh's line before a download: when no folder holds the file with its registered
+    sha1 (the last folder is where it goes). English, as attnkit always has, downloads
+    quietly."""
+    if name not in DATA_HUB:
+        return
+    url, sha1 = DATA_HUB[name]
+    filename = url.rsplit("/", 1)[-1]
+    line = book_line("download", url=url, fname=str(Path(folders[-1]) / filename))
+    if line is None:
+        return
+    for folder in folders:
+        path = Path(folder) / filename
+        if path.is_file() and _hub.sha1_of(path) == sha1:
+            return
+    print(line)
 
 
 def download_extract(name: str, folder=None) -> str:
