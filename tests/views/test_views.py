@@ -164,7 +164,7 @@ def test_tokens_that_would_end_the_script_or_break_xml_are_escaped():
     toks = ["</script><b>", "a&b", "\x00", "\u200b"]
     view = show_attention(softmax_maps(4, 4, seed=7), toks)
     html = view.to_html()
-    assert html.count("</script>") == 2  # the data's end and the drawing code's end
+    assert html.count("</script>") == 3  # the ends of the data, its words and the drawing code
     assert embedded(view)["panels"][0]["keys"] == toks
     ET.fromstring(view.to_svg())  # parses: "\x00" written as \u0000 text
     assert "\\u0000" in view.to_svg()

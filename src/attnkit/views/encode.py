@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from attnkit.views.inputs import Panel
+from attnkit.views.text import shown
 
 __all__ = ["decode_panel", "panel_spec", "quantize"]
 
@@ -33,18 +34,19 @@ def quantize(weights: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def panel_spec(panel: Panel) -> dict:
-    """What the browser needs to draw ``panel`` (JSON-ready)."""
+    """What the browser needs to draw ``panel`` (JSON-ready; its title and axis names in
+    the language in force)."""
     codes, scales = quantize(panel.weights)
     raw = codes.contiguous().numpy().tobytes()
     level = 6 if len(raw) <= 1 << 22 else 1  # large maps: fast deflate (seconds -> tenths)
     L, H = panel.weights.shape[:2]
     return {
         "key": panel.key,
-        "title": panel.title,
+        "title": shown(panel.title),
         "queries": panel.queries,
         "keys": panel.keys,
-        "qname": panel.qname,
-        "kname": panel.kname,
+        "qname": shown(panel.qname),
+        "kname": shown(panel.kname),
         "layers": L,
         "heads": H,
         "scales": [float(s) for s in scales.flatten()],

@@ -17,7 +17,9 @@ from xml.sax.saxutils import escape, quoteattr
 import torch
 from torch import Tensor
 
+from attnkit.i18n import _
 from attnkit.views.inputs import Panel
+from attnkit.views.text import shown
 
 __all__ = ["MAX_SIDE", "picture", "static_svg"]
 
@@ -51,18 +53,25 @@ def _block_means(m: Tensor, f: int) -> Tensor:
 
 def picture(panel: Panel, layer: int, head: int | str) -> tuple[Tensor, int, str]:
     """The map drawn for ``panel``: (rows, cols) after block means, the block side f and a
-    caption. ``layer`` is clamped to the panel's layers; ``head`` an int or "mean"/"all"."""
+    caption (in the language in force). ``layer`` is clamped to the panel's layers; ``head``
+    an int or "mean"/"all"."""
     L, H = panel.weights.shape[:2]
     layer = min(layer, L - 1)
     if isinstance(head, int) and head < H:
-        m, which = panel.weights[layer, head], f"head {head + 1}"
+        m, which = panel.weights[layer, head], _("head {n}").format(n=head + 1)
     else:
-        m, which = panel.weights[layer].mean(0), "mean of heads" if H > 1 else ""
+        m, which = panel.weights[layer].mean(0), _("mean of heads") if H > 1 else ""
     f = max(1, math.ceil(max(m.shape) / MAX_SIDE))
-    where = ", ".join(w for w in (f"layer {layer + 1}" if L > 1 else "", which) if w)
-    caption = panel.title + (f" · {where}" if where else "")
+    if L > 1:
+        where = _("layer {layer}, {head}").format(layer=layer + 1, head=which) if which else (
+            _("layer {n}").format(n=layer + 1))  # fmt: skip
+    else:
+        where = which
+    caption = shown(panel.title) + (f" · {where}" if where else "")
     if f > 1:
-        caption += f" · {m.shape[0]} x {m.shape[1]} shown as means of {f} x {f} blocks"
+        caption += " · " + _("{rows} x {cols} shown as means of {f} x {f} blocks").format(
+            rows=m.shape[0], cols=m.shape[1], f=f
+        )
     return (_block_means(m, f) if f > 1 else m), f, caption
 
 

@@ -18,10 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit._validate import one_of
+from attnkit.i18n import N_, _, get_language
 from attnkit.views import assets
 from attnkit.views.encode import panel_spec
 from attnkit.views.inputs import Panel, panels_from, total_weights
 from attnkit.views.svg import picture, static_svg
+from attnkit.views.text import html_lang, json_table, script_table
 
 __all__ = ["MAX_TOKENS", "MAX_WEIGHTS", "THUMB", "AttentionView", "show_attention"]
 
@@ -29,7 +31,7 @@ MAX_TOKENS = 1024  # tokens on one axis of one map
 MAX_WEIGHTS = 1 << 26  # weights in one view (64 Mi: a 512-token 12 x 12 model holds 36 Mi)
 THUMB = 64  # the model view's thumbnails: at most this many cells a side (block means)
 VIEWS = ("head", "model", "matrix")
-QUANTIZATION = (
+QUANTIZATION = N_(
     "weights embedded with 8 bits each: per map, w = q / 255 x (the map's largest weight), "
     "within 1/510 of that largest weight"
 )
@@ -47,34 +49,48 @@ class AttentionView:
             or not panels
             or not all(isinstance(p, Panel) for p in panels)
         ):
-            raise TypeError("panels must be a non-empty list of Panel (show_attention builds them)")
+            raise TypeError(
+                _("panels must be a non-empty list of Panel (show_attention builds them)")
+            )
         self.panels = panels
         self.title = title
         self.view = one_of("view", view, VIEWS)
         L = max(p.weights.shape[0] for p in panels)
         H = max(p.weights.shape[1] for p in panels)
         if isinstance(layer, bool) or not isinstance(layer, int) or not -L <= layer < L:
-            raise ValueError(f"layer must be an int in [{-L}, {L}) for {L} layers, got {layer!r}")
+            raise ValueError(
+                _("layer must be an int in [{low}, {L}) for {L} layers, got {layer}").format(
+                    low=-L, L=L, layer=repr(layer)
+                )
+            )
         self.layer = layer % L
         if isinstance(head, str):
             one_of("head", head, ("all", "mean"))
         elif isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < H:
-            raise ValueError(f'head must be "all", "mean" or an int in [0, {H}), got {head!r}')
+            raise ValueError(
+                _('head must be "all", "mean" or an int in [0, {H}), got {head}').format(
+                    H=H, head=repr(head)
+                )
+            )
         self.head = head
         self.n_weights = total_weights(panels)
-        self.too_large = self._limit_message()
-        self._svg: str | None = None
+        self._svg: dict[str, str] = {}  # language -> the static picture
 
-    def _limit_message(self) -> str | None:
+    @property
+    def too_large(self) -> str | None:
+        """Why the interactive view is left out (too many tokens or weights), or None."""
         longest = max(max(p.weights.shape[2:]) for p in self.panels)
         if longest > MAX_TOKENS:
-            return (f"{longest} tokens on one axis: the interactive view draws at most "
-                    f"{MAX_TOKENS}; pass a slice of the maps (fewer tokens)")  # fmt: skip
+            return _(
+                "{n} tokens on one axis: the interactive view draws at most {max}; pass a "
+                "slice of the maps (fewer tokens)"
+            ).format(n=longest, max=MAX_TOKENS)
         if self.n_weights > MAX_WEIGHTS:
-            return (f"{self.n_weights:,} weights: the interactive view embeds at most "
-                    f"{MAX_WEIGHTS:,} (a 512-token map of 12 layers x 12 heads holds "
-                    f"{512 * 512 * 144:,}); pass fewer layers or heads, e.g. "
-                    "weights[-2:] for the last two layers")  # fmt: skip
+            return _(
+                "{n:,} weights: the interactive view embeds at most {max:,} (a 512-token map "
+                "of 12 layers x 12 heads holds {example:,}); pass fewer layers or heads, e.g. "
+                "weights[-2:] for the last two layers"
+            ).format(n=self.n_weights, max=MAX_WEIGHTS, example=512 * 512 * 144)
         return None
 
     def __repr__(self) -> str:
@@ -84,10 +100,12 @@ class AttentionView:
     # ------------------------------------------------------------------ outputs
 
     def to_svg(self) -> str:
-        """The static picture (one heatmap per panel) as an SVG document."""
-        if self._svg is None:
-            self._svg = static_svg(self.panels, self.layer, self.head, self.title)
-        return self._svg
+        """The static picture (one heatmap per panel) as an SVG document, its words in the
+        language in force."""
+        language = get_language()
+        if language not in self._svg:
+            self._svg[language] = static_svg(self.panels, self.layer, self.head, self.title)
+        return self._svg[language]
 
     def spec(self) -> dict:
         """The data the page draws from (JSON-ready): each panel's tokens and weights."""
@@ -99,25 +117,31 @@ class AttentionView:
             "head": self.head,
             "thumb": THUMB,
             "filename": "attention",
-            "quantization": QUANTIZATION,
+            "quantization": _(QUANTIZATION),
         }
 
     def to_html(self, standalone: bool = False) -> str:
-        """The view as an HTML fragment (a notebook output), or a whole page."""
+        """The view as an HTML fragment (a notebook output), or a whole page; its words in
+        the language in force (the scripts' own in an embedded table)."""
         root = f"attnkit-view-{uuid.uuid4().hex}"
-        parts = [f'<div class="attnkit-view" id="{root}">', f"<style>{assets.style()}</style>"]
-        message = html.escape(self.too_large or "")
+        lang = html_lang()
+        parts = [f'<div class="attnkit-view" id="{root}" lang="{lang}">',
+                 f"<style>{assets.style()}</style>"]  # fmt: skip
+        too_large = self.too_large
+        message = html.escape(too_large or "")
         parts.append(f'<div class="attnkit-message"{"" if message else " hidden"}>{message}</div>')
         # shown once the script runs; the static picture carries its own title
         title = f'<div class="attnkit-title">{html.escape(self.title)}</div>' if self.title else ""
-        foot = f'<div class="attnkit-foot">{html.escape(QUANTIZATION)}</div>'
+        foot = f'<div class="attnkit-foot">{html.escape(_(QUANTIZATION))}</div>'
         parts.append(f'<div class="attnkit-live" hidden>{title}<div class="attnkit-bar"></div>'
                      f'<div class="attnkit-note"></div><div class="attnkit-body"></div>{foot}</div>')  # fmt: skip
         parts.append(f'<div class="attnkit-fallback">{self.to_svg()}</div>')
-        if self.too_large is None:
+        if too_large is None:
             data = json.dumps(self.spec(), separators=(",", ":"), ensure_ascii=False)
             data = data.replace("<", "\\u003c")  # no "</script>" can end the data early
             parts.append(f'<script type="application/json" class="attnkit-data">{data}</script>')
+            words = json_table(script_table())  # {English: translation}; {} in English
+            parts.append(f'<script type="application/json" class="attnkit-i18n">{words}</script>')
             mount = (
                 "\n;(function (s) { var root = s && s.closest ? s.closest('.attnkit-view') : null;"
                 f" var go = function () {{ window.attnkitViews.mount(root || document.getElementById('{root}')); }};"
@@ -129,8 +153,8 @@ class AttentionView:
         fragment = "\n".join(parts)
         if not standalone:
             return fragment
-        title = html.escape(self.title or "attention")
-        return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}'
+        title = html.escape(self.title or _("attention"))
+        return (f'<!doctype html>\n<html lang="{lang}"><head><meta charset="utf-8"><title>{title}'
                 f"</title></head><body>\n{fragment}\n</body></html>\n")  # fmt: skip
 
     def _repr_html_(self) -> str:
@@ -155,9 +179,12 @@ class AttentionView:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the view: ``.html`` (a page with the interactive view, offline), ``.svg``
-        (the static picture) or ``.png`` (the static picture drawn by matplotlib)."""
+        (the static picture) or ``.png`` (the static picture drawn by matplotlib), in the
+        language in force."""
         if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path must be a str or a path, got {type(path).__name__}")
+            raise TypeError(
+                _("path must be a str or a path, got {type}").format(type=type(path).__name__)
+            )
         path = Path(path)
         suffix = one_of("path's suffix", path.suffix.lower(), (".svg", ".png", ".html"))
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -200,7 +227,7 @@ def show_attention(
     ("all", "mean" or an index) pick what shows first and what the static picture draws.
     """
     if title is not None and not isinstance(title, str):
-        raise TypeError(f"title must be a str, got {type(title).__name__}")
+        raise TypeError(_("title must be a str, got {type}").format(type=type(title).__name__))
     panels = panels_from(maps, tokens, query_tokens, title or None)
     if title is None:
         title = _default_title(maps)

@@ -13,6 +13,17 @@
     return node;
   };
 
+  // the words of a view or a page in its reader's language: t("English {field}", {field: 1})
+  // looks the English up in `table` ({English: translation}, from attnkit's catalog, embedded
+  // by the server or the view) and fills its {fields}; what the table lacks stays English
+  ns.translator = function translator(table) {
+    return (text, fields) => {
+      const s = (table && Object.prototype.hasOwnProperty.call(table, text) && table[text]) || text;
+      return fields ? s.replace(/\{(\w+)\}/g, (m, k) => (k in fields ? String(fields[k]) : m)) : s;
+    };
+  };
+  const english = ns.translator(null);
+
   // white -> orange -> dark red, t in [0, 1] (matplotlib's "Reds" in three stops)
   const STOPS = [[255, 255, 255], [252, 141, 89], [127, 0, 0]];
   function rgb(t) {
@@ -69,10 +80,18 @@
     return fig;
   }
 
+  // a cell's tooltip: both tokens and the weight
+  function tip(opts, query, key, w) {
+    const tr = opts.t || english;
+    return tr("{qname} “{query}” → {kname} “{key}”: {weight}",
+      { qname: opts.rowName, query, kname: opts.colName, key, weight: w.toFixed(3) });
+  }
+
   /**
    * An SVG heatmap in a <figure>: one row per rowLabels entry, one column per colLabels entry;
    * matrix[r][c] is the weight. opts: kind (data-kind), title, rowName/colName (tooltip words),
-   * vmax (colour scale top, default 1), cell (px), every (label step).
+   * vmax (colour scale top, default 1), cell (px), every (label step), t (ns.translator: the
+   * tooltip's words).
    */
   ns.heatmap = function heatmap(matrix, rowLabels, colLabels, opts) {
     const cell = opts.cell || 26;
@@ -108,7 +127,7 @@
         class: "cell", x: left + c * cell, y: top + r * cell, width: cell, height: cell,
         fill: ns.color(w / vmax), "data-row": r, "data-col": c, "data-weight": w.toFixed(4),
       });
-      const text = `${opts.rowName} “${rowLabels[r]}” → ${opts.colName} “${colLabels[c]}”: ${w.toFixed(3)}`;
+      const text = tip(opts, rowLabels[r], colLabels[c], w);
       rect.addEventListener("mousemove", (ev) => ns.showTip(ev, text));
       rect.addEventListener("mouseleave", ns.hideTip);
       cells.appendChild(rect);
@@ -175,7 +194,7 @@
       const r = Math.floor((ev.clientY - box.top - top) / cell);
       if (r < 0 || c < 0 || r >= R || c >= C) return ns.hideTip();
       const w = values[r * C + c];
-      ns.showTip(ev, `${opts.rowName} “${rowLabels[r]}” → ${opts.colName} “${colLabels[c]}”: ${w.toFixed(3)}`);
+      ns.showTip(ev, tip(opts, rowLabels[r], colLabels[c], w));
     });
     canvas.addEventListener("mouseleave", ns.hideTip);
     return figure(opts.title, canvas);

@@ -11,9 +11,9 @@
     return out;
   }
 
-  async function inflate(bytes) {  // zlib (RFC 1950) -> bytes, with the browser's own inflater
+  async function inflate(bytes, tr) {  // zlib (RFC 1950) -> bytes, with the browser's own inflater
     if (typeof DecompressionStream === "undefined") {
-      throw new Error("this browser has no DecompressionStream (Chrome 80+, Firefox 113+, Safari 16.4+)");
+      throw new Error(tr("this browser has no DecompressionStream (Chrome 80+, Firefox 113+, Safari 16.4+)"));
     }
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
     return new Uint8Array(await new Response(stream).arrayBuffer());
@@ -21,13 +21,13 @@
 
   /** One kind of attention: weight (l, h, q, k) = bytes[((l H + h) Q + q) K + k] / 255 * scales[l H + h]. */
   class Panel {
-    constructor(spec, bytes) {
+    constructor(spec, bytes, tr) {
       Object.assign(this, { spec, bytes, scales: spec.scales });
       this.L = spec.layers; this.H = spec.heads;
       this.Q = spec.queries.length; this.K = spec.keys.length;
       if (bytes.length !== this.L * this.H * this.Q * this.K) {
-        throw new Error(`${spec.title}: ${bytes.length} weights embedded, expected ` +
-          `${this.L} x ${this.H} x ${this.Q} x ${this.K}`);
+        throw new Error(tr("{title}: {n} weights embedded, expected {L} x {H} x {Q} x {K}",
+          { title: spec.title, n: bytes.length, L: this.L, H: this.H, Q: this.Q, K: this.K }));
       }
     }
     // row q of head h (a number), or its mean over heads ("mean", "all"): Float32Array (K)
@@ -48,10 +48,12 @@
       return out;
     }
   }
-  ns.decodePanel = async (spec) => new Panel(spec, await inflate(base64Bytes(spec.data)));
+  // tr: the view's words (ns.translator); English without one
+  ns.decodePanel = async (spec, tr = ns.translator(null)) =>
+    new Panel(spec, await inflate(base64Bytes(spec.data), tr), tr);
 
-  const headName = (h) => (typeof h === "number" ? `head ${h + 1}` :
-    h === "all" ? "all heads" : "mean of heads");
+  const headName = (h, tr) => (typeof h === "number" ? tr("head {n}", { n: h + 1 }) :
+    h === "all" ? tr("all heads") : tr("mean of heads"));
   ns.headName = headName;
 
   // ------------------------------------------------------------------ head view
@@ -59,6 +61,7 @@
   /** Queries on the left, keys on the right, a line per (query, key) weighted by attention. */
   ns.headView = function headView(p, st, note) {
     const { queries, keys, qname, kname } = p.spec;
+    const tr = st.tr || ns.translator(null);
     const rowH = 16, gap = 170;
     const qw = Math.ceil(ns.textWidth(queries)) + 14, kw = Math.ceil(ns.textWidth(keys)) + 70;
     const W = qw + gap + kw, H = Math.max(p.Q, p.K) * rowH + 8;
@@ -118,13 +121,13 @@
         }));
       }
       note(focus !== null
-        ? `${qname} “${queries[focus]}”: its attention over the ${kname} tokens` +
-          (st.head === "all" ? " (numbers: mean of heads; lines: one colour per head)" : "") +
-          (pinned !== null ? " · click it again to unpin" : " · click to pin")
-        : rows.length ? `hover or click a ${qname} token to see its row` +
-          (st.head === "all" ? "; one colour per head" : "") + "; lines under 0.01 not drawn"
-        : `${p.Q} x ${p.K} x ${heads.length} lines are too many to draw at once: hover or click a ` +
-          `${qname} token to see its row`);
+        ? tr("{qname} “{token}”: its attention over the {kname} tokens", { qname, token: queries[focus], kname }) +
+          (st.head === "all" ? tr(" (numbers: mean of heads; lines: one colour per head)") : "") +
+          (pinned !== null ? tr(" · click it again to unpin") : tr(" · click to pin"))
+        : rows.length ? tr("hover or click a {qname} token to see its row", { qname }) +
+          (st.head === "all" ? tr("; one colour per head") : "") + tr("; lines under 0.01 not drawn")
+        : tr("{Q} x {K} x {n} lines are too many to draw at once: hover or click a {qname} token to see its row",
+          { Q: p.Q, K: p.K, n: heads.length, qname }));
     }
     qText.forEach((t, i) => {
       t.addEventListener("mouseenter", () => { if (pinned === null) draw(i); });
@@ -136,7 +139,7 @@
       legend.className = "legend";
       for (const h of heads) {
         const s = document.createElement("span");
-        s.textContent = `head ${h + 1}`;
+        s.textContent = tr("head {n}", { n: h + 1 });
         s.style.color = ns.headColor(h, p.H);
         legend.appendChild(s);
       }
@@ -154,17 +157,18 @@
   /** Every layer x head as a thumbnail (block means, at most `thumb` cells a side); click one
    * to enlarge it in the matrix view. */
   ns.modelView = function modelView(p, st, note, onPick) {
+    const tr = st.tr || ns.translator(null);
     const f = Math.max(1, Math.ceil(Math.max(p.Q, p.K) / st.thumb));
     const tq = Math.ceil(p.Q / f), tk = Math.ceil(p.K / f);
     const grid = document.createElement("div");
     grid.className = "model-view";
     grid.style.gridTemplateColumns = `auto repeat(${p.H}, auto)`;
     grid.appendChild(document.createElement("span"));
-    for (let h = 0; h < p.H; h++) grid.appendChild(Object.assign(document.createElement("span"), { textContent: `head ${h + 1}` }));
+    for (let h = 0; h < p.H; h++) grid.appendChild(Object.assign(document.createElement("span"), { textContent: tr("head {n}", { n: h + 1 }) }));
     const sums = new Float32Array(tq * tk), counts = new Float32Array(tq * tk);
     for (let q = 0; q < p.Q; q++) for (let k = 0; k < p.K; k++) counts[Math.floor(q / f) * tk + Math.floor(k / f)] += 1;
     for (let l = 0; l < p.L; l++) {
-      grid.appendChild(Object.assign(document.createElement("span"), { textContent: `layer ${l + 1}` }));
+      grid.appendChild(Object.assign(document.createElement("span"), { textContent: tr("layer {n}", { n: l + 1 }) }));
       for (let h = 0; h < p.H; h++) {
         const i = l * p.H + h, s = p.scales[i] / 255, base = i * p.Q * p.K;
         sums.fill(0);
@@ -175,7 +179,7 @@
         let top = 0;
         for (let j = 0; j < sums.length; j++) { sums[j] = (sums[j] * s) / counts[j]; top = Math.max(top, sums[j]); }
         const canvas = document.createElement("canvas");
-        Object.assign(canvas, { width: tk, height: tq, className: "thumb", title: `layer ${l + 1}, head ${h + 1}: click to enlarge` });
+        Object.assign(canvas, { width: tk, height: tq, className: "thumb", title: tr("layer {layer}, head {head}: click to enlarge", { layer: l + 1, head: h + 1 }) });
         Object.assign(canvas.dataset, { layer: l, head: h });
         const size = Math.min(96, Math.max(48, 3 * Math.max(tq, tk)));
         canvas.style.width = `${Math.round((size * tk) / Math.max(tq, tk))}px`;
@@ -190,9 +194,10 @@
         grid.appendChild(canvas);
       }
     }
-    note(`${p.L} layers x ${p.H} heads, each map coloured from 0 to its own largest weight` +
-      (f > 1 ? `; thumbnails downsampled from ${p.Q} x ${p.K} to ${tq} x ${tk} (means of ${f} x ${f} blocks)` : "") +
-      "; click a map to enlarge it");
+    note(tr("{L} layers x {H} heads, each map coloured from 0 to its own largest weight", { L: p.L, H: p.H }) +
+      (f > 1 ? tr("; thumbnails downsampled from {Q} x {K} to {q} x {k} (means of {f} x {f} blocks)",
+        { Q: p.Q, K: p.K, q: tq, k: tk, f }) : "") +
+      tr("; click a map to enlarge it"));
     return grid;
   };
 
@@ -200,15 +205,17 @@
 
   /** The explorer's heatmap, tokens on the axes: SVG cells up to 64 x 64, a canvas beyond. */
   ns.matrixView = function matrixView(p, st, note) {
+    const tr = st.tr || ns.translator(null);
     const head = st.head === "all" ? "mean" : st.head;
     const values = p.map(st.layer, head);
     let vmax = 0;
     for (const v of values) vmax = Math.max(vmax, v);
     const { queries, keys, qname, kname } = p.spec;
-    const title = `${p.spec.title} · layer ${st.layer + 1}, ${headName(head)}`;
-    const opts = { kind: p.spec.key, title, rowName: qname, colName: kname, vmax: vmax || 1 };
-    note(`colour scale from 0 to ${vmax.toFixed(3)}, the largest weight of this map; hover a cell ` +
-      "for its weight");
+    const where = tr("layer {layer}, {head}", { layer: st.layer + 1, head: headName(head, tr) });
+    const title = `${p.spec.title} · ${where}`;
+    const opts = { kind: p.spec.key, title, rowName: qname, colName: kname, vmax: vmax || 1, t: tr };
+    note(tr("colour scale from 0 to {vmax}, the largest weight of this map; hover a cell for its weight",
+      { vmax: vmax.toFixed(3) }));
     if (p.Q * p.K <= 4096) {
       const rows = Array.from({ length: p.Q }, (_, q) => Array.from(values.subarray(q * p.K, (q + 1) * p.K)));
       return ns.heatmap(rows, queries, keys, { ...opts, cell: Math.max(12, Math.min(26, Math.floor(900 / p.K))) });

@@ -3,7 +3,7 @@
 // pickers, the three views and the download buttons. Nothing is fetched from anywhere.
 (function (ns) {
   "use strict";
-  const VIEWS = [["head", "head view"], ["model", "model view"], ["matrix", "matrix view"]];
+  const VIEWS = ["head", "model", "matrix"];
 
   function option(select, value, label) { select.appendChild(new Option(label, String(value))); }
 
@@ -79,6 +79,7 @@
 
   function render(root, spec, panels, st) {
     const p = panels[st.panel];
+    const tr = st.tr;
     st.layer = Math.min(st.layer, p.L - 1);
     if (typeof st.head === "number" && st.head >= p.H) st.head = "mean";
     const bar = root.querySelector(".attnkit-bar"), body = root.querySelector(".attnkit-body");
@@ -87,16 +88,17 @@
     const redraw = () => render(root, spec, panels, st);
     bar.replaceChildren();
     if (panels.length > 1) {
-      bar.appendChild(select("attnkit-panel", "attention", panels.map((q, i) => [i, q.spec.title]), st.panel,
+      bar.appendChild(select("attnkit-panel", tr("attention"), panels.map((q, i) => [i, q.spec.title]), st.panel,
         (v) => { st.panel = Number(v); redraw(); }));
     } else {
       bar.appendChild(Object.assign(document.createElement("span"), { className: "attnkit-kind", textContent: p.spec.title }));
     }
     const views = document.createElement("span");
     views.className = "attnkit-views";
-    for (const [v, label] of VIEWS) {
+    const labels = { head: tr("head view"), model: tr("model view"), matrix: tr("matrix view") };
+    for (const v of VIEWS) {
       const b = document.createElement("button");
-      Object.assign(b, { type: "button", textContent: label });
+      Object.assign(b, { type: "button", textContent: labels[v] });
       b.dataset.view = v;
       b.setAttribute("aria-pressed", String(v === st.view));
       b.addEventListener("click", () => { st.view = v; redraw(); });
@@ -105,11 +107,11 @@
     bar.appendChild(views);
     if (st.view !== "model") {
       if (p.L > 1) {
-        bar.appendChild(select("attnkit-layer", "layer", [...Array(p.L).keys()].map((l) => [l, `layer ${l + 1}`]),
+        bar.appendChild(select("attnkit-layer", tr("layer"), [...Array(p.L).keys()].map((l) => [l, tr("layer {n}", { n: l + 1 })]),
           st.layer, (v) => { st.layer = Number(v); redraw(); }));
       }
-      const heads = [["mean", "mean of heads"], ...[...Array(p.H).keys()].map((h) => [h, `head ${h + 1}`])];
-      if (st.view === "head" && p.H > 1) heads.unshift(["all", "all heads (colours)"]);
+      const heads = [["mean", tr("mean of heads")], ...[...Array(p.H).keys()].map((h) => [h, tr("head {n}", { n: h + 1 })])];
+      if (st.view === "head" && p.H > 1) heads.unshift(["all", tr("all heads (colours)")]);
       if (st.view !== "head" && st.head === "all") st.head = "mean";
       if (p.H > 1) {
         bar.appendChild(select("attnkit-head", "", heads, st.head,
@@ -119,7 +121,7 @@
     for (const fmt of ["svg", "png"]) {
       const b = document.createElement("button");
       Object.assign(b, { type: "button", textContent: `⤓ ${fmt.toUpperCase()}`, className: "attnkit-download",
-        title: `download this view as ${fmt.toUpperCase()}` });
+        title: tr("download this view as {format}", { format: fmt.toUpperCase() }) });
       b.dataset.format = fmt;
       b.addEventListener("click", async () => {
         const text = ns.snapshotSVG(body);
@@ -128,7 +130,7 @@
         try {
           download(name, await svgToPng(text, body.scrollWidth, body.scrollHeight));
         } catch (e) {
-          note(`could not draw the PNG here (${e.message}); download the SVG, or use .save("x.png")`);
+          note(tr('could not draw the PNG here ({error}); download the SVG, or use .save("x.png")', { error: e.message }));
         }
       });
       bar.appendChild(b);
@@ -147,17 +149,21 @@
     root.dataset.state = "loading";
     const started = performance.now();
     const message = root.querySelector(".attnkit-message");
+    // the view's words, as attnkit's catalog gave them when it was drawn (English: none)
+    const words = root.querySelector("script.attnkit-i18n");
+    let tr = ns.translator(null);
     try {
+      tr = ns.translator(words ? JSON.parse(words.textContent) : null);
       const spec = JSON.parse(root.querySelector("script.attnkit-data").textContent);
-      const panels = await Promise.all(spec.panels.map(ns.decodePanel));
-      const st = { panel: spec.panel || 0, view: spec.view, layer: spec.layer, head: spec.head, thumb: spec.thumb };
+      const panels = await Promise.all(spec.panels.map((s) => ns.decodePanel(s, tr)));
+      const st = { panel: spec.panel || 0, view: spec.view, layer: spec.layer, head: spec.head, thumb: spec.thumb, tr };
       root.querySelector(".attnkit-live").hidden = false;
       render(root, spec, panels, st);
       root.querySelector(".attnkit-fallback").hidden = true;
       root.dataset.renderMs = String(Math.round(performance.now() - started));
       root.dataset.state = "ready";
     } catch (e) {
-      message.textContent = `the interactive view could not start (${e.message}); the static picture stays`;
+      message.textContent = tr("the interactive view could not start ({error}); the static picture stays", { error: e.message });
       message.hidden = false;
       root.dataset.state = "error";
     }
