@@ -13,9 +13,18 @@ import torch
 from torch import Tensor, nn
 
 from attnkit._validate import integer, one_of, positive_int
+from attnkit.i18n import N_, _
 from attnkit.tour.base import TopicResult, check_args, timed, topic
 
 __all__ = ["architectures", "graph_depth", "path_length"]
+
+# the layers' names that are words (shown translated in findings and figures; "cnn" and
+# "rnn" are names as they are)
+WORDS = (N_("self-attention"), N_("attention pooling"), N_("self-attention layer"))
+
+
+def _shown(name: str) -> str:
+    return _(name) if name in WORDS else name
 
 
 def graph_depth(t: Tensor) -> int:
@@ -201,21 +210,25 @@ def architectures(*, small: bool = False, seed: int = 0) -> TopicResult:
     n_path = 6 if small else 10
     paths = {kind: path_length(kind, n_path) for kind in ("cnn", "rnn", "self-attention")}
     paths["cnn_k5"] = path_length("cnn", n_path, k=5)
-    fig_t = plot_curves({f"{m} (measured)": t for m, t in times.items()}, "sequence length n",
-                        "seconds (forward)", x=lengths, logy=True,
-                        title=f"d = {d}, k = {k}: measured")  # fmt: skip
+    measured = {m: _("{name} (measured)").format(name=_shown(m)) for m in times}
+    fig_t = plot_curves({measured[m]: t for m, t in times.items()}, _("sequence length n"),
+                        _("seconds (forward)"), x=lengths, logy=True,
+                        title=_("d = {d}, k = {k}: measured").format(d=d, k=k))  # fmt: skip
     fig_t.axes[0].set_xscale("log")
     lines = {ln.get_label(): ln for ln in fig_t.axes[0].get_lines()}
     for name, fl in flops.items():  # theory, scaled to meet the measurement at the largest n
         scale = times[name][-1] / fl[-1]
         fig_t.axes[0].plot(lengths, [f * scale for f in fl], "--", alpha=0.6,
-                           color=lines[f"{name} (measured)"].get_color(), label=f"{name} theory")  # fmt: skip
+                           color=lines[measured[name]].get_color(),
+                           label=_("{name} theory").format(name=_shown(name)))  # fmt: skip
     fig_t.axes[0].legend(fontsize=7)
-    fig_d = plot_curves({m: t for m, t in times_d.items()}, "width d", "seconds (forward)",
-                        x=widths, logy=True, title=f"n = {n_fixed}")  # fmt: skip
+    fig_d = plot_curves({_shown(m): t for m, t in times_d.items()}, _("width d"),
+                        _("seconds (forward)"), x=widths, logy=True,
+                        title=f"n = {n_fixed}")  # fmt: skip
     fig_d.axes[0].set_xscale("log")
-    fig_f = plot_curves(counted["flops"], "sequence length n", "FLOPs (counted)",
-                        x=counted["lengths"], logy=True, title=f"d = {d}, k = {k}: counted")  # fmt: skip
+    fig_f = plot_curves({_shown(m): f for m, f in counted["flops"].items()},
+                        _("sequence length n"), _("FLOPs (counted)"), x=counted["lengths"],
+                        logy=True, title=_("d = {d}, k = {k}: counted").format(d=d, k=k))  # fmt: skip
     fig_f.axes[0].set_xscale("log")
     values = {
         "lengths": lengths,
@@ -237,37 +250,45 @@ def architectures(*, small: bool = False, seed: int = 0) -> TopicResult:
         "path_n": n_path,
         "path_length": paths,
     }
-    ce = counted["exponents"]
-    finding = (
-        f"Counted FLOPs (d = {d}, k = {k}) as n doubles {counted['lengths'][0]} -> "
-        f"{counted['lengths'][-1]}: growth exponent in n between the two largest n: "
-        + ", ".join(f"{m} {e:.2f}" for m, e in ce.items())
-        + f"; the attention pooling's 2n²d (two n x n x d products) passes the RNN's 2nd² "
-        f"(input and state products) at n = {counted['crossover']} = d, the CNN's k n d² at "
-        f"n = {counted['crossover_cnn']} (k d / 2 = {k * d // 2}); with its four n d² projections the self-attention "
-        f"layer costs {counted['layer_over_rnn'][0]:.1f}x the RNN at n = {counted['lengths'][0]} "
-        f"and {counted['layer_over_rnn'][-1]:.1f}x at n = {counted['lengths'][-1]}. "
-        f"Measured forward seconds, for illustration only, at n = {lengths} (d = {d}): "
-        + "; ".join(f"{m} " + "/".join(f"{t * 1e3:.2f}ms" for t in ts) for m, ts in times.items())
-        + "; growth exponent in n between the two largest n: "
-        + ", ".join(f"{m} {e:.2f}" for m, e in slopes.items())
-        + f"; in d (n = {n_fixed}): "
-        + ", ".join(f"{m} {e:.2f}" for m, e in slopes_d.items())
-        + " (the self-attention layer includes its four n d² projections, which dominate "
-        "when d > n)"
-        + (
-            f"; measured, self-attention stays slower than the RNN from n = {crossover} on "
-            if crossover is not None
-            else f"; measured, self-attention is still faster than the RNN at n = {lengths[-1]} "
-        )
-        + "(the RNN's n steps run one after another, and each pays fixed overhead: the clock "
-        "and the count disagree, so the tests assert the count). "
-        "Sequential operations (autograd depth) at n = 8 / 32: "
-        + "; ".join(f"{m} {seq_ops[8][m]} / {seq_ops[32][m]}" for m in times)
-        + f": O(1), O(n), O(1). Maximum path length at n = {n_path}, measured from "
-        f"gradients: self-attention {paths['self-attention']} layer, RNN {paths['rnn']} steps "
-        f"(= n), CNN {paths['cnn']} layers with k = 3 and {paths['cnn_k5']} with k = 5 "
-        "(= ceil((n-1) / floor(k/2)): O(n/k))."
-    )
+
+    def exponents(found: dict) -> str:
+        return ", ".join(f"{_shown(m)} {e:.2f}" for m, e in found.items())
+
+    n_first, n_last = counted["lengths"][0], counted["lengths"][-1]
+    finding = _(
+        "Counted FLOPs (d = {d}, k = {k}) as n doubles {n_first} -> {n_last}: growth exponent "
+        "in n between the two largest n: {counted_exponents}; the attention pooling's 2n²d (two "
+        "n x n x d products) passes the RNN's 2nd² (input and state products) at n = "
+        "{crossover} = d, the CNN's k n d² at n = {crossover_cnn} (k d / 2 = {kd2}); with its "
+        "four n d² projections the self-attention layer costs {layer_first:.1f}x the RNN at n = "
+        "{n_first} and {layer_last:.1f}x at n = {n_last}. Measured forward seconds, for "
+        "illustration only, at n = {lengths} (d = {d}): {times}; growth exponent in n between "
+        "the two largest n: {slopes}; in d (n = {n_fixed}): {slopes_d} (the self-attention "
+        "layer includes its four n d² projections, which dominate when d > n)"
+    ).format(
+        d=d, k=k, n_first=n_first, n_last=n_last, counted_exponents=exponents(counted["exponents"]),
+        crossover=counted["crossover"], crossover_cnn=counted["crossover_cnn"], kd2=k * d // 2,
+        layer_first=counted["layer_over_rnn"][0], layer_last=counted["layer_over_rnn"][-1],
+        lengths=lengths, times="; ".join(f"{_shown(m)} " + "/".join(f"{t * 1e3:.2f}ms" for t in ts)
+                                         for m, ts in times.items()),
+        slopes=exponents(slopes), n_fixed=n_fixed, slopes_d=exponents(slopes_d),
+    ) + (
+        _("; measured, self-attention stays slower than the RNN from n = {n} on ").format(
+            n=crossover)
+        if crossover is not None
+        else _("; measured, self-attention is still faster than the RNN at n = {n} ").format(
+            n=lengths[-1])
+    ) + _(
+        "(the RNN's n steps run one after another, and each pays fixed overhead: the clock and "
+        "the count disagree, so the tests assert the count). Sequential operations (autograd "
+        "depth) at n = 8 / 32: {sequential}: O(1), O(n), O(1). Maximum path length at n = "
+        "{n_path}, measured from gradients: self-attention {path_sa} layer, RNN {path_rnn} steps "
+        "(= n), CNN {path_cnn} layers with k = 3 and {path_cnn5} with k = 5 (= ceil((n-1) / "
+        "floor(k/2)): O(n/k))."
+    ).format(
+        sequential="; ".join(f"{_shown(m)} {seq_ops[8][m]} / {seq_ops[32][m]}" for m in times),
+        n_path=n_path, path_sa=paths["self-attention"], path_rnn=paths["rnn"],
+        path_cnn=paths["cnn"], path_cnn5=paths["cnn_k5"],
+    )  # fmt: skip
     figs = {"flops_n": fig_f, "time_n": fig_t, "time_d": fig_d}
     return TopicResult("architectures", finding, values, figs)

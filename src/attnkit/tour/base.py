@@ -13,6 +13,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from attnkit._validate import boolean, non_negative_int, positive_int
+from attnkit.i18n import _
 
 __all__ = [
     "TopicResult",
@@ -89,9 +90,9 @@ def timed(fn: Callable[[], Any], repeat: int = 3, min_seconds: float = 0.005) ->
     fn()
     calls = max(1, int(min_seconds / max(time.perf_counter() - t0, 1e-7)))
     best = float("inf")
-    for _ in range(repeat):
+    for _round in range(repeat):
         t0 = time.perf_counter()
-        for _ in range(calls):
+        for _call in range(calls):
             fn()
         best = min(best, (time.perf_counter() - t0) / calls)
     return best
@@ -119,14 +120,15 @@ def seed_summary(diffs: list[float]) -> dict[str, float]:
 
 
 def describe_seeds(s: dict[str, float], unit: str = "") -> str:
-    """``seed_summary`` in words: "8/8 seeds (difference mean 0.35, sd 0.1, min 0.2; ...)"."""
+    """``seed_summary`` in words: "8/8 seeds (difference mean 0.35, sd 0.1, min 0.2; ...)",
+    in the language in force (``unit`` is inserted as given: pass it translated)."""
     p_fail = "< 1e-6" if s["p_fail"] < 1e-6 else f"{s['p_fail']:.1g}"
-    return (
-        f"{s['agree']}/{s['n']} seeds (difference mean {s['mean']:.3g}{unit}, sd "
-        f"{s['sd']:.2g}, min {s['min']:.3g}; chance of {s['agree']}/{s['n']} or more with no "
-        f"effect {s['p_no_effect']:.2g}; chance that a new set of {s['n']} seeds has one the "
-        f"other way {p_fail})"
-    )
+    return _(
+        "{agree}/{n} seeds (difference mean {mean:.3g}{unit}, sd {sd:.2g}, min {min:.3g}; "
+        "chance of {agree}/{n} or more with no effect {p_no_effect:.2g}; chance that a new set "
+        "of {n} seeds has one the other way {p_fail})"
+    ).format(agree=s["agree"], n=s["n"], mean=s["mean"], unit=unit, sd=s["sd"], min=s["min"],
+             p_no_effect=s["p_no_effect"], p_fail=p_fail)  # fmt: skip
 
 
 def topic(fn: Callable[..., TopicResult]) -> Callable[..., TopicResult]:

@@ -9,6 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from attnkit.i18n import _
 from attnkit.tour.base import TopicResult, check_args, seed_summary, topic
 
 __all__ = ["extrapolation"]
@@ -64,7 +65,7 @@ def extrapolation(*, small: bool = False, seed: int = 0) -> TopicResult:
             model = config.build(V)
             opt = torch.optim.AdamW(model.parameters(), lr=5e-3, weight_decay=0.0)
             g = torch.Generator().manual_seed(1000 * seed + s)
-            for _ in range(steps):
+            for _step in range(steps):
                 start = torch.randint(0, len(train) - C - 1, (batch,), generator=g)
                 idx = start[:, None] + torch.arange(C + 1)
                 chunk = train[idx]  # (batch, C + 1)
@@ -93,9 +94,10 @@ def extrapolation(*, small: bool = False, seed: int = 0) -> TopicResult:
     mean = {sc: {f: (sum(r[f] for r in ppl[sc]) / seeds if ppl[sc][0][f] is not None else None)
                  for f in FACTORS} for sc in SCHEMES}  # fmt: skip
     curves = {sc: [mean[sc][f] for f in FACTORS] for sc in SCHEMES if sc != "learned"}
-    fig = plot_curves(curves, "evaluation length / training length", "held-out perplexity",
+    fig = plot_curves(curves, _("evaluation length / training length"), _("held-out perplexity"),
                       x=list(FACTORS), logy=True,
-                      title=f"trained at {C} characters (learned: n/a past 1x, not drawn)")  # fmt: skip
+                      title=_("trained at {C} characters (learned: n/a past 1x, not drawn)")
+                      .format(C=C))  # fmt: skip
 
     def row(sc: str) -> str:
         return "/".join("n/a" if mean[sc][f] is None else f"{mean[sc][f]:.2f}" for f in FACTORS)
@@ -114,26 +116,28 @@ def extrapolation(*, small: bool = False, seed: int = 0) -> TopicResult:
     }
     table = "; ".join(f"{sc} {row(sc)}" for sc in SCHEMES)
     worst = {sc: max(r) for sc, r in ratios.items()}
-    finding = (
-        f"Character LMs (d_model 32, 2 heads, 2 layers, {steps} steps, {seeds} seeds) trained "
-        f"at {C} characters of the synthetic English corpus; held-out perplexity at "
-        f"{C}/{2 * C}/{4 * C} (mean over seeds): {table} (learned positions stop at their "
-        f"{C}-row table: not applicable past 1x; character frequencies alone give "
-        f"{unigram:.2f}). Worst 4x/1x ratio over the seeds: "
-        + ", ".join(f"{sc} {w:.2f}" for sc, w in worst.items())
-        + f". ALiBi stays within {worst['alibi']:.2f}x of its 1x perplexity at 4x in every "
-        f"seed; RoPE, trained at the same length, grows at least "
-        f"{min(ratios['rope']):.2f}x. "
-        + (
-            f"ALiBi holds better than sinusoidal at 4x in {alibi_vs_sin['agree']}/{seeds} "
-            f"seeds (ratio difference mean {alibi_vs_sin['mean']:.2f}, min "
-            f"{alibi_vs_sin['min']:.2f}), as the ALiBi paper reports."
-            if mean["sinusoidal"][1] < 0.6 * unigram
-            else f"Sinusoidal against ALiBi is not measured at this size: sinusoidal's 1x "
-            f"perplexity {mean['sinusoidal'][1]:.2f} is near the character frequencies' "
-            f"{unigram:.2f} (its table, of norm ~{(C // 2) ** 0.5:.0f}, swamps embeddings "
-            f"initialized at 0.02: it has not learned yet in {steps} steps), so its flat "
-            f"curve says nothing (the full size trains it)."
-        )
-    )
+    finding = _(
+        "Character LMs (d_model 32, 2 heads, 2 layers, {steps} steps, {seeds} seeds) trained at "
+        "{C} characters of the synthetic English corpus; held-out perplexity at {C}/{C2}/{C4} "
+        "(mean over seeds): {table} (learned positions stop at their {C}-row table: not "
+        "applicable past 1x; character frequencies alone give {unigram:.2f}). Worst 4x/1x ratio "
+        "over the seeds: {worst}. ALiBi stays within {worst_alibi:.2f}x of its 1x perplexity at "
+        "4x in every seed; RoPE, trained at the same length, grows at least {rope_min:.2f}x. "
+    ).format(
+        steps=steps, seeds=seeds, C=C, C2=2 * C, C4=4 * C, table=table, unigram=unigram,
+        worst=", ".join(f"{sc} {w:.2f}" for sc, w in worst.items()), worst_alibi=worst["alibi"],
+        rope_min=min(ratios["rope"]),
+    ) + (
+        _("ALiBi holds better than sinusoidal at 4x in {agree}/{seeds} seeds (ratio difference "
+          "mean {mean:.2f}, min {min:.2f}), as the ALiBi paper reports.").format(
+            agree=alibi_vs_sin["agree"], seeds=seeds, mean=alibi_vs_sin["mean"],
+            min=alibi_vs_sin["min"])
+        if mean["sinusoidal"][1] < 0.6 * unigram
+        else _("Sinusoidal against ALiBi is not measured at this size: sinusoidal's 1x "
+               "perplexity {sinusoidal:.2f} is near the character frequencies' {unigram:.2f} "
+               "(its table, of norm ~{norm:.0f}, swamps embeddings initialized at 0.02: it has "
+               "not learned yet in {steps} steps), so its flat curve says nothing (the full size "
+               "trains it).").format(
+            sinusoidal=mean["sinusoidal"][1], unigram=unigram, norm=(C // 2) ** 0.5, steps=steps)
+    )  # fmt: skip
     return TopicResult("extrapolation", finding, values, {"perplexity_by_length": fig})

@@ -16,13 +16,14 @@ import torch
 from torch import Tensor
 
 from attnkit._validate import positive_int
+from attnkit.i18n import N_, _
 from attnkit.tour.base import TopicResult, check_args, describe_seeds, seed_summary, topic
 
 __all__ = ["BIG", "VARIANTS", "gate_ablation", "gates", "gru_steps"]
 
 BIG = 30.0  # a gate bias this large drives the sigmoid to 1 (or 0 with -BIG) to ~1e-13
-VARIANTS = ("full", "no update", "no reset")
-TASKS = ("long", "short")
+VARIANTS = (N_("full"), N_("no update"), N_("no reset"))  # shown translated in the figure
+TASKS = (N_("long"), N_("short"))
 
 
 def gru_steps(X: Tensor, H: Tensor, W_x: Tensor, W_h: Tensor, b: Tensor,
@@ -99,7 +100,7 @@ def gate_ablation(
         return loss.mean(1), Z, R, short_in[..., 1], y_long, y_short
 
     data = torch.Generator().manual_seed(seed + 1)
-    for _ in range(steps):
+    for _step in range(steps):
         opt.zero_grad()
         run(32, data)[0].sum().backward()
         opt.step()
@@ -131,9 +132,9 @@ def _scratch_check(seed: int) -> float:
         for p in layer.parameters():
             p.normal_(0, 0.5)
         X, H0 = torch.randn(7, 2, 3), torch.randn(2, 5)
-        ref, _ = layer(X, (H0,))
+        ref, _state = layer(X, (H0,))
         W_x, W_h, b = (layer._cat(k)[None] for k in ("W_x", "W_h", "b_"))
-        ours, _, _ = gru_steps(X.transpose(0, 1)[None], H0[None], W_x, W_h, b[:, None],
+        ours, _z, _r = gru_steps(X.transpose(0, 1)[None], H0[None], W_x, W_h, b[:, None],
                                torch.ones(1, 1, 1), torch.ones(1, 1, 1))  # fmt: skip
     return float((ours[0].transpose(0, 1) - ref).abs().max())
 
@@ -166,7 +167,7 @@ def gates(*, small: bool = False, seed: int = 0) -> TopicResult:
         rnn.W_xh.copy_(g.W_xh), rnn.W_hh.copy_(g.W_hh), rnn.b_h.copy_(g.b_h)
         v["gru_reset1_vs_rnn"] = float((g(X, (H0,))[0] - rnn(X, (H0,))[0]).abs().max())
         g = gru(-BIG, -BIG)  # update 0, reset 0: H_t = tanh(X_t W_xh + b_h), an MLP on X_t
-        Y, _ = g(X, (H0,))
+        Y, _state = g(X, (H0,))
         v["gru_reset0_vs_mlp"] = float((Y - torch.tanh(X @ g.W_xh + g.b_h)).abs().max())
         v["gru_reset0_state_effect"] = float((Y - g(X, (H0b,))[0]).abs().max())
         g = gru(BIG, 0.0)  # update 1: H_t = H_{t-1}, the state is copied through
@@ -181,22 +182,22 @@ def gates(*, small: bool = False, seed: int = 0) -> TopicResult:
 
         C0 = torch.randn(B, H)
         m = lstm(-BIG, BIG, 0.0)  # forget 1, input 0: C_t = C_{t-1} = C_0
-        _, (_, C) = m(X, (H0, C0))
+        _out, (_h, C) = m(X, (H0, C0))
         v["lstm_keep_cell"] = float((C - C0).abs().max())
         m = lstm(0.0, 0.0, -BIG)  # output 0: H_t = 0 * tanh(C_t), the memory is hidden
-        Y, (_, C) = m(X, (H0, C0))
+        Y, (_h, C) = m(X, (H0, C0))
         v["lstm_output0_max_h"] = float(Y.abs().max())
         v["lstm_output0_max_c"] = float(C.abs().max())
     traces = {}
     with torch.no_grad():  # hidden unit 0 of batch row 0 over time, per forced setting
-        traces["GRU free"] = gru(0.0, 0.0)(X, (H0,))[0][:, 0, 0].tolist()
-        traces["GRU update≈1 (copy)"] = gru(BIG, 0.0)(X, (H0,))[0][:, 0, 0].tolist()
-        traces["GRU reset≈0 (MLP on X_t)"] = gru(-BIG, -BIG)(X, (H0,))[0][:, 0, 0].tolist()
-        traces["LSTM cell, forget=1 input=0"] = (
+        traces[_("GRU free")] = gru(0.0, 0.0)(X, (H0,))[0][:, 0, 0].tolist()
+        traces[_("GRU update≈1 (copy)")] = gru(BIG, 0.0)(X, (H0,))[0][:, 0, 0].tolist()
+        traces[_("GRU reset≈0 (MLP on X_t)")] = gru(-BIG, -BIG)(X, (H0,))[0][:, 0, 0].tolist()
+        traces[_("LSTM cell, forget=1 input=0")] = (
             lstm(-BIG, BIG, 0.0)(X, (H0, C0))[1][1][0, 0].repeat(T).tolist()
         )
-        traces["LSTM H, output≈0"] = lstm(0.0, 0.0, -BIG)(X, (H0, C0))[0][:, 0, 0].tolist()
-    fig = plot_curves(traces, "step t", "unit 0", title="gates at their extremes")
+        traces[_("LSTM H, output≈0")] = lstm(0.0, 0.0, -BIG)(X, (H0, C0))[0][:, 0, 0].tolist()
+    fig = plot_curves(traces, _("step t"), _("unit 0"), title=_("gates at their extremes"))
 
     n_seeds, steps, T = (3, 100, 12) if small else (8, 300, 12)
     ab = gate_ablation(seeds=n_seeds, steps=steps, T=T, seed=seed)
@@ -219,42 +220,48 @@ def gates(*, small: bool = False, seed: int = 0) -> TopicResult:
                           "short_no_reset_over_full": short_gap}  # fmt: skip
     med = {t: {k: sorted(x)[len(x) // 2] for k, x in d.items()} for t, d in loss.items()}
     table = torch.tensor([[med[t][k] for k in VARIANTS] for t in TASKS])
-    fig_a = show_heatmaps(table.log10()[None, None], "variant", "task", xticklabels=list(VARIANTS),
-                          yticklabels=[f"{t} (log10 loss/Var)" for t in TASKS], cmap="Reds",
-                          figsize=(3.0, 1.6))  # fmt: skip
+    fig_a = show_heatmaps(table.log10()[None, None], _("variant"), _("task"),
+                          xticklabels=[_(k) for k in VARIANTS],
+                          yticklabels=[_("{task} (log10 loss/Var)").format(task=_(t))
+                                       for t in TASKS], cmap="Reds", figsize=(3.0, 1.6))  # fmt: skip
     ws = ", ".join
-    finding = (
-        f"GRU, reset≈1 (update≈0): equals the plain RNN with the same weights to "
-        f"{v['gru_reset1_vs_rnn']:.1e}. reset≈0: equals tanh(X_t W_xh + b_h), an MLP on X_t "
-        f"({v['gru_reset0_vs_mlp']:.1e}); another initial state changes the outputs by "
-        f"{v['gru_reset0_state_effect']:.1e}. update≈1: every H_t equals H_0 to "
-        f"{v['gru_update1_copy']:.1e}, the state is copied. LSTM, forget=1, input=0: C_T = C_0 "
-        f"to {v['lstm_keep_cell']:.1e}; output≈0: |H| <= {v['lstm_output0_max_h']:.1e} while "
-        f"the cell holds values up to {v['lstm_output0_max_c']:.2f} (kept, but hidden). "
-        f"Each GRU gate taken away ({n_seeds} seeds, {steps} Adam steps; held-out loss / "
-        f"Var(target), median; the batched GRU equals the scratch GRU to "
-        f"{v['gru_scratch_check']:.0e}): reporting the first of {T} inputs at the end, full "
-        f"{med['long']['full']:.3f}, no update gate {med['long']['no update']:.3f}, no reset "
-        f"gate {med['long']['no reset']:.3f}: the update gate serves the long-range dependency, "
-        f"as the chapter says (no update / full: "
-        + describe_seeds(long_gap, " in log ratio")
-        + f"). The running sum since the last marker, reset at every marker: full "
-        f"{med['short']['full']:.3f}, no update {med['short']['no update']:.3f}, no reset "
-        f"{med['short']['no reset']:.3f}: every variant learns this short-range task, so "
-        "neither gate is needed for it; taking away the reset gate raises the loss "
-        f"{r_cost:.1f}x (median; higher in {short_gap['agree']}/{n_seeds} seeds), taking away the "
-        f"update gate {u_cost:.1f}x (higher in {sum(x > 0 for x in short_gap_u)}/{n_seeds}): "
-        + (
-            "the reset gate helps with the short-range dependency, more than the update gate "
-            "does, as the chapter says (a small effect, reported, not asserted). "
-            if r_cost >= 1.2 and r_cost >= 1.5 * u_cost and short_gap["agree"] >= 0.75 * n_seeds
-            else "the chapter's claim that the reset gate serves short-range dependencies does "
-            "not show at this size. "
-        )
-        + "The full GRU does lower R at markers (mean "
-        + ws(f"{a:.2f}" for a in ab["reset_at_marker"])
-        + " against "
-        + ws(f"{b:.2f}" for b in ab["reset_elsewhere"])
-        + " elsewhere, per seed; not asserted)."
-    )
+    helps = r_cost >= 1.2 and r_cost >= 1.5 * u_cost and short_gap["agree"] >= 0.75 * n_seeds
+    finding = _(
+        "GRU, reset≈1 (update≈0): equals the plain RNN with the same weights to {reset1:.1e}. "
+        "reset≈0: equals tanh(X_t W_xh + b_h), an MLP on X_t ({reset0:.1e}); another initial "
+        "state changes the outputs by {state_effect:.1e}. update≈1: every H_t equals H_0 to "
+        "{update1:.1e}, the state is copied. LSTM, forget=1, input=0: C_T = C_0 to "
+        "{keep_cell:.1e}; output≈0: |H| <= {max_h:.1e} while the cell holds values up to "
+        "{max_c:.2f} (kept, but hidden). Each GRU gate taken away ({n_seeds} seeds, {steps} "
+        "Adam steps; held-out loss / Var(target), median; the batched GRU equals the scratch GRU "
+        "to {scratch:.0e}): reporting the first of {T} inputs at the end, full {long_full:.3f}, "
+        "no update gate {long_no_update:.3f}, no reset gate {long_no_reset:.3f}: the update gate "
+        "serves the long-range dependency, as the chapter says (no update / full: {long_seeds}). "
+        "The running sum since the last marker, reset at every marker: full {short_full:.3f}, no "
+        "update {short_no_update:.3f}, no reset {short_no_reset:.3f}: every variant learns this "
+        "short-range task, so neither gate is needed for it; taking away the reset gate raises "
+        "the loss {r_cost:.1f}x (median; higher in {r_agree}/{n_seeds} seeds), taking away the "
+        "update gate {u_cost:.1f}x (higher in {u_agree}/{n_seeds}): "
+    ).format(
+        reset1=v["gru_reset1_vs_rnn"], reset0=v["gru_reset0_vs_mlp"],
+        state_effect=v["gru_reset0_state_effect"], update1=v["gru_update1_copy"],
+        keep_cell=v["lstm_keep_cell"], max_h=v["lstm_output0_max_h"],
+        max_c=v["lstm_output0_max_c"], n_seeds=n_seeds, steps=steps,
+        scratch=v["gru_scratch_check"], T=T, long_full=med["long"]["full"],
+        long_no_update=med["long"]["no update"], long_no_reset=med["long"]["no reset"],
+        long_seeds=describe_seeds(long_gap, _(" in log ratio")), short_full=med["short"]["full"],
+        short_no_update=med["short"]["no update"], short_no_reset=med["short"]["no reset"],
+        r_cost=r_cost, r_agree=short_gap["agree"], u_cost=u_cost,
+        u_agree=sum(x > 0 for x in short_gap_u),
+    ) + (
+        _("the reset gate helps with the short-range dependency, more than the update gate does, "
+          "as the chapter says (a small effect, reported, not asserted). ")
+        if helps
+        else _("the chapter's claim that the reset gate serves short-range dependencies does not "
+               "show at this size. ")
+    ) + _(
+        "The full GRU does lower R at markers (mean {at_marker} against {elsewhere} elsewhere, "
+        "per seed; not asserted)."
+    ).format(at_marker=ws(f"{a:.2f}" for a in ab["reset_at_marker"]),
+             elsewhere=ws(f"{b:.2f}" for b in ab["reset_elsewhere"]))  # fmt: skip
     return TopicResult("gates", finding, v, {"traces": fig, "ablation": fig_a})

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit._validate import positive_int
+from attnkit.i18n import _
 from attnkit.tour.base import TopicResult, check_args, describe_seeds, seed_summary, topic
 
 __all__ = ["layernorm_convergence", "norms"]
@@ -54,7 +55,7 @@ def layernorm_convergence(
     half = R * S  # models from half on normalise
     data = torch.Generator().manual_seed(seed + 1)
     losses = []
-    for _ in range(steps + 1):  # the first pass measures the starting loss only
+    for _step in range(steps + 1):  # the first pass measures the starting loss only
         X = torch.randn(S, 32, din, generator=data)
         y = torch.tanh(torch.bmm(X, teacher)).repeat(2 * R, 1, 1)
         h = X.repeat(2 * R, 1, 1)
@@ -128,8 +129,9 @@ def norms(*, small: bool = False, seed: int = 0) -> TopicResult:
                 h = h + torch.tanh(m(h)) if residual else torch.tanh(m(h))
             h.pow(2).mean().backward()
             out.append(float(layers[0].weight.grad.norm()))
-    fig = plot_curves({"plain": plain, "residual": resid}, "layers", "first layer's gradient norm",
-                      x=depths, logy=True, title="deep tanh stack")  # fmt: skip
+    fig = plot_curves({_("plain"): plain, _("residual"): resid}, _("layers"),
+                      _("first layer's gradient norm"), x=depths, logy=True,
+                      title=_("deep tanh stack"))  # fmt: skip
 
     n_seeds, steps = (4, 100) if small else (10, 300)
     conv = layernorm_convergence(seeds=n_seeds, steps=steps, seed=seed)
@@ -138,10 +140,10 @@ def norms(*, small: bool = False, seed: int = 0) -> TopicResult:
         math.log(a / b) if math.isfinite(a) else math.inf for a, b in zip(p["final"], q["final"])
     ]
     stats = seed_summary([min(r, 50.0) for r in ratio])  # a diverged plain run: capped
-    fig_c = plot_curves({f"plain (lr {p['best_lr']})": p["curve"],
-                         f"LayerNorm (lr {q['best_lr']})": q["curve"]}, "SGD step",
-                        "loss / Var(y), median of seeds", logy=True,
-                        title=f"depth-8 ReLU MLP, {n_seeds} seeds")  # fmt: skip
+    fig_c = plot_curves({_("plain (lr {lr})").format(lr=p["best_lr"]): p["curve"],
+                         _("LayerNorm (lr {lr})").format(lr=q["best_lr"]): q["curve"]},
+                        _("SGD step"), _("loss / Var(y), median of seeds"), logy=True,
+                        title=_("depth-8 ReLU MLP, {n} seeds").format(n=n_seeds))  # fmt: skip
     values = {
         "layernorm": ln_out.tolist(),
         "batchnorm": bn_out.tolist(),
@@ -163,24 +165,28 @@ def norms(*, small: bool = False, seed: int = 0) -> TopicResult:
     err = max(values["layernorm_by_hand_error"], values["batchnorm_by_hand_error"])
     med = sorted(p["final"])[n_seeds // 2], sorted(q["final"])[n_seeds // 2]
     start = sorted(p["start"])[n_seeds // 2], sorted(q["start"])[n_seeds // 2]
-    finding = (
-        f"X = [[1, 2], [2, 3]]: LayerNorm (per example) gives "
-        f"{[[round(v, 4) for v in r] for r in ln_out.tolist()]}, BatchNorm (per feature, over "
-        f"the batch) {[[round(v, 4) for v in r] for r in bn_out.tolist()]}: both equal "
-        f"(x - mean) / sqrt(var + 1e-5) by hand to {err:.1e}. The position-wise FFN is one MLP "
-        f"at every position: on a permuted sequence its outputs are the permuted outputs to "
-        f"{ffn['permuted']:.1e}, one position at a time the same to {ffn['per_position']:.1e}. "
-        f"First layer's gradient norm at depth {depths}: plain "
-        + "/".join(f"{g:.1e}" for g in plain)
-        + ", residual "
-        + "/".join(f"{g:.1e}" for g in resid)
-        + f": at depth {depths[-1]} residuals keep {resid[-1] / max(plain[-1], 1e-30):.0e}x more "
-        f"gradient. LayerNorm speeds convergence: a depth-8 ReLU MLP in PyTorch's default "
-        f"initialisation, each variant at its best of 5 learning rates (lr {p['best_lr']} "
-        f"without, {q['best_lr']} with), after {steps} SGD steps has loss/Var(y) median "
-        f"{med[0]:.3f} without LayerNorm (from {start[0]:.3f}: the unnormalised signal fades "
-        f"layer by layer and the net barely moves) and {med[1]:.3f} with it (from "
-        f"{start[1]:.3f}); LayerNorm lower in " + describe_seeds(stats, " in log ratio") + "."
-    )
+    finding = _(
+        "X = [[1, 2], [2, 3]]: LayerNorm (per example) gives {layernorm}, BatchNorm (per "
+        "feature, over the batch) {batchnorm}: both equal (x - mean) / sqrt(var + 1e-5) by hand "
+        "to {err:.1e}. The position-wise FFN is one MLP at every position: on a permuted "
+        "sequence its outputs are the permuted outputs to {permuted:.1e}, one position at a "
+        "time the same to {per_position:.1e}. First layer's gradient norm at depth {depths}: "
+        "plain {plain}, residual {residual}: at depth {depth} residuals keep {kept:.0e}x more "
+        "gradient. LayerNorm speeds convergence: a depth-8 ReLU MLP in PyTorch's default "
+        "initialisation, each variant at its best of 5 learning rates (lr {lr_plain} without, "
+        "{lr_layernorm} with), after {steps} SGD steps has loss/Var(y) median {med_plain:.3f} "
+        "without LayerNorm (from {start_plain:.3f}: the unnormalised signal fades layer by layer "
+        "and the net barely moves) and {med_layernorm:.3f} with it (from "
+        "{start_layernorm:.3f}); LayerNorm lower in {seeds}."
+    ).format(
+        layernorm=[[round(v, 4) for v in r] for r in ln_out.tolist()],
+        batchnorm=[[round(v, 4) for v in r] for r in bn_out.tolist()], err=err,
+        permuted=ffn["permuted"], per_position=ffn["per_position"], depths=depths,
+        plain="/".join(f"{g:.1e}" for g in plain), residual="/".join(f"{g:.1e}" for g in resid),
+        depth=depths[-1], kept=resid[-1] / max(plain[-1], 1e-30), lr_plain=p["best_lr"],
+        lr_layernorm=q["best_lr"], steps=steps, med_plain=med[0], start_plain=start[0],
+        med_layernorm=med[1], start_layernorm=start[1],
+        seeds=describe_seeds(stats, _(" in log ratio")),
+    )  # fmt: skip
     figs = {"residual_gradients": fig, "layernorm_convergence": fig_c}
     return TopicResult("norms", finding, values, figs)

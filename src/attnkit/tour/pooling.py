@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from attnkit._validate import one_of, positive_number
+from attnkit.i18n import N_, _
 from attnkit.tour.base import TopicResult, check_args, check_tensor, topic
 
 __all__ = ["KERNELS", "closer_key_order", "cues", "kernel_weights", "kernels", "nw_predict", "pool"]
@@ -62,22 +63,28 @@ def cues(*, small: bool = False, seed: int = 0) -> TopicResult:
     weights = torch.stack([torch.full((n,), 1.0 / n), w1, w2]).unsqueeze(1)  # (3, 1, n)
     fig = show_heatmaps(
         weights.unsqueeze(0),
-        "inputs (keys = values)",
-        "query",
-        titles=["average pooling (no query)", "query 1", "query 2"],
+        _("inputs (keys = values)"),
+        _("query"),
+        titles=[_("average pooling (no query)"), _("query 1"), _("query 2")],
         figsize=(3.5, 1.2),
         per_panel=True,
     )
-    finding = (
-        f"Over 100 pairs of random queries, average and max pooling give outputs at most "
-        f"{values['pooling_change']:.1e} apart (the query cannot enter), attention pooling a "
-        f"median {values['attention_change_random']:.2f} apart. Attention pooling with query "
-        f"1 puts weight {float(w1.max()):.2f} on input {values['argmax_query1']}, query 2 "
-        f"{float(w2.max()):.2f} on input {values['argmax_query2']}: the same inputs give "
-        f"outputs {values['attention_change']:.2f} apart (L2) when the query changes."
-    )
+    finding = _(
+        "Over 100 pairs of random queries, average and max pooling give outputs at most "
+        "{pooling_change:.1e} apart (the query cannot enter), attention pooling a median "
+        "{attention_change_random:.2f} apart. Attention pooling with query 1 puts weight "
+        "{w1:.2f} on input {argmax1}, query 2 {w2:.2f} on input {argmax2}: the same inputs give "
+        "outputs {attention_change:.2f} apart (L2) when the query changes."
+    ).format(pooling_change=values["pooling_change"],
+             attention_change_random=values["attention_change_random"], w1=float(w1.max()),
+             argmax1=values["argmax_query1"], w2=float(w2.max()), argmax2=values["argmax_query2"],
+             attention_change=values["attention_change"])  # fmt: skip
     return TopicResult("cues", finding, values, {"weights": fig})
 
+
+# the library's NadarayaWatson with the learned width, beside the five kernels (a key of
+# ``_closer_key_property``'s result, shown translated)
+LIBRARY = N_("library (learned w)")
 
 # kernel(u) of the scaled distance u = (x - x_i) / h; the estimator normalises them
 KERNELS = {
@@ -133,9 +140,9 @@ def _closer_key_property(g: torch.Generator, draws: int, w_learned: float) -> di
     10 queries and 20 keys in [0, 5]: the fraction of pairs violated and strictly ordered."""
     from attnkit.attention.kernel_regression import NadarayaWatson
 
-    totals: dict[str, list[int]] = {k: [0, 0, 0] for k in [*KERNELS, "library (learned w)"]}
+    totals: dict[str, list[int]] = {k: [0, 0, 0] for k in [*KERNELS, LIBRARY]}
     lib = NadarayaWatson(learnable=False, width=w_learned).double()
-    for _ in range(draws):
+    for _draw in range(draws):
         q = torch.rand(10, generator=g, dtype=torch.float64) * 5
         k = torch.rand(20, generator=g, dtype=torch.float64) * 5
         h = 0.2 + 2.8 * float(torch.rand(1, generator=g))
@@ -145,9 +152,7 @@ def _closer_key_property(g: torch.Generator, draws: int, w_learned: float) -> di
         with torch.no_grad():
             lib(q, k, torch.zeros_like(k))
         counts = closer_key_order(lib.attention_weights, q, k)
-        totals["library (learned w)"] = [
-            a + b for a, b in zip(totals["library (learned w)"], counts)
-        ]
+        totals[LIBRARY] = [a + b for a, b in zip(totals[LIBRARY], counts)]
     return {name: {"pairs": p, "violated": v / p, "strictly_more": s / p}
             for name, (p, v, s) in totals.items()}  # fmt: skip
 
@@ -180,11 +185,12 @@ def kernels(*, small: bool = False, seed: int = 0) -> TopicResult:
     curves = {
         k: nw_predict(k, data.x_test, data.x_train, data.y_train, 0.3).tolist() for k in KERNELS
     }
-    curves["truth"] = data.y_truth.tolist()
-    fig_k = plot_curves(curves, "x", "y", x=data.x_test.tolist(), title="five kernels, width 0.3")
+    curves[_("truth")] = data.y_truth.tolist()
+    fig_k = plot_curves(curves, "x", "y", x=data.x_test.tolist(),
+                        title=_("five kernels, width 0.3"))  # fmt: skip
     fig_w = plot_curves(
-        {k: v for k, v in mse.items()}, "kernel width h", "test MSE", x=widths, logy=True,
-        title="test MSE against the width",
+        {k: v for k, v in mse.items()}, _("kernel width h"), _("test MSE"), x=widths, logy=True,
+        title=_("test MSE against the width"),
     )  # fmt: skip
     fig_w.axes[0].set_xscale("log")
 
@@ -204,8 +210,8 @@ def kernels(*, small: bool = False, seed: int = 0) -> TopicResult:
             errs.append(float(((pred - nw_target(x_test)) ** 2).mean()))
         conv.append(sum(errs) / reps)
     fig_c = plot_curves(
-        {"Gaussian, h = 0.5 (n/50)^(-1/5)": conv}, "training examples n", "test MSE",
-        x=sizes, logy=True, title="the non-parametric estimator converges",
+        {_("Gaussian, h = 0.5 (n/50)^(-1/5)"): conv}, _("training examples n"), _("test MSE"),
+        x=sizes, logy=True, title=_("the non-parametric estimator converges"),
     )  # fmt: skip
     fig_c.axes[0].set_xscale("log")
 
@@ -220,12 +226,12 @@ def kernels(*, small: bool = False, seed: int = 0) -> TopicResult:
     def rough(y: Tensor) -> float:  # mean |second difference|: 0 for a straight line
         return float((y[2:] - 2 * y[1:-1] + y[:-2]).abs().mean())
 
-    fig_l = plot_curves({"training loss": losses}, "epoch", "sum of squared errors",
-                        title=f"learned w = {values_w:.2f}")  # fmt: skip
+    fig_l = plot_curves({_("training loss"): losses}, _("epoch"), _("sum of squared errors"),
+                        title=_("learned w = {w:.2f}").format(w=values_w))  # fmt: skip
     fig_p = plot_curves(
-        {"truth": data.y_truth.tolist(), "w = 1 (fixed)": y_fixed.tolist(),
-         f"w = {values_w:.2f} (learned)": y_param.tolist()},
-        "x", "y", x=data.x_test.tolist(), title="the learned width fits less smoothly",
+        {_("truth"): data.y_truth.tolist(), _("w = 1 (fixed)"): y_fixed.tolist(),
+         _("w = {w:.2f} (learned)").format(w=values_w): y_param.tolist()},
+        "x", "y", x=data.x_test.tolist(), title=_("the learned width fits less smoothly"),
     )  # fmt: skip
     fig_p.axes[0].plot(data.x_train, data.y_train, "o", alpha=0.4)
     # the best width over 10 data seeds: too narrow fits the noise, too wide the mean
@@ -259,32 +265,32 @@ def kernels(*, small: bool = False, seed: int = 0) -> TopicResult:
         for k, v in mse.items()
         if k != "constant"
     }
-    finding = (
-        "Test MSE at widths "
-        + "/".join(str(w) for w in widths)
-        + ": "
-        + "; ".join(f"{k} " + "/".join(f"{e:.2f}" for e in v) for k, v in mse.items())
-        + f". The constant kernel is the mean of y at every width ({mse['constant'][0]:.2f}); "
-        f"best widths {best}. With h ~ n^(-1/5) the error falls "
-        + " -> ".join(f"{e:.3f}" for e in conv)
-        + f" for n = {sizes}: the estimator converges. The learned w = {values['learned_w']:.2f} "
-        f"(loss {losses[0]:.1f} -> {losses[-1]:.1f}) is a kernel {values['learned_w']:.1f}x narrower "
-        f"than w = 1, so each prediction rests on fewer, nearer noisy points: roughness "
-        f"{values['roughness_learned']:.3f} vs {values['roughness_fixed']:.3f}. Best Gaussian "
-        f"width among {fine} over 10 data seeds: "
-        + ", ".join(
-            f"{h} ({list(best_by_seed.values()).count(h)}x)"
-            for h in sorted(set(best_by_seed.values()))
-        )
-        + f"; interior in {values['best_width_interior']}/10, the narrowest and widest at least "
-        f"{min(extreme_ratio):.1f}x the best MSE in every seed. A closer key never gets less "
-        f"weight: {max(c['violated'] for c in closer.values()):.0%} of "
-        f"{closer['gaussian']['pairs']} closer/farther key pairs violated, for every kernel and "
-        "the library's learned w; strictly more: "
-        + ", ".join(f"{k} {c['strictly_more']:.0%}" for k, c in closer.items())
-        + " (ties: the constant kernel everywhere, boxcar and Epanechnikov outside their "
-        "window, the learned w where far weights underflow to 0)."
-    )
+    best_counts = [list(best_by_seed.values()).count(h) for h in sorted(set(best_by_seed.values()))]
+    finding = _(
+        "Test MSE at widths {widths}: {mse}. The constant kernel is the mean of y at every width "
+        "({constant:.2f}); best widths {best}. With h ~ n^(-1/5) the error falls {convergence} "
+        "for n = {sizes}: the estimator converges. The learned w = {w:.2f} (loss {loss_first:.1f} "
+        "-> {loss_last:.1f}) is a kernel {w:.1f}x narrower than w = 1, so each prediction rests "
+        "on fewer, nearer noisy points: roughness {rough_learned:.3f} vs {rough_fixed:.3f}. Best "
+        "Gaussian width among {fine} over 10 data seeds: {best_by_seed}; interior in "
+        "{interior}/10, the narrowest and widest at least {extreme:.1f}x the best MSE in every "
+        "seed. A closer key never gets less weight: {violated:.0%} of {pairs} closer/farther key "
+        "pairs violated, for every kernel and the library's learned w; strictly more: {strict} "
+        "(ties: the constant kernel everywhere, boxcar and Epanechnikov outside their window, "
+        "the learned w where far weights underflow to 0)."
+    ).format(
+        widths="/".join(str(w) for w in widths),
+        mse="; ".join(f"{k} " + "/".join(f"{e:.2f}" for e in v) for k, v in mse.items()),
+        constant=mse["constant"][0], best=best, convergence=" -> ".join(f"{e:.3f}" for e in conv),
+        sizes=sizes, w=values["learned_w"], loss_first=losses[0], loss_last=losses[-1],
+        rough_learned=values["roughness_learned"], rough_fixed=values["roughness_fixed"],
+        fine=fine, best_by_seed=", ".join(
+            f"{h} ({c}x)" for h, c in zip(sorted(set(best_by_seed.values())), best_counts)),
+        interior=values["best_width_interior"], extreme=min(extreme_ratio),
+        violated=max(c["violated"] for c in closer.values()), pairs=closer["gaussian"]["pairs"],
+        strict=", ".join(f"{_(k) if k == LIBRARY else k} {c['strictly_more']:.0%}"
+                         for k, c in closer.items()),
+    )  # fmt: skip
     figs = {"kernels": fig_k, "widths": fig_w, "convergence": fig_c, "learned_loss": fig_l,
             "learned_fit": fig_p}  # fmt: skip
     return TopicResult("kernels", finding, values, figs)

@@ -8,6 +8,7 @@ import torch
 from torch import Tensor
 
 from attnkit._validate import integer
+from attnkit.i18n import _
 from attnkit.tour.base import TopicResult, check_args, topic
 
 __all__ = ["offset_matrix", "positions"]
@@ -70,11 +71,13 @@ def positions(*, small: bool = False, seed: int = 0) -> TopicResult:
     bits = torch.tensor([[(i >> b) & 1 for b in range(2, -1, -1)] for i in range(8)]).float()
     omega = 1.0 / torch.pow(10000.0, torch.arange(0, D, 2, dtype=torch.float64) / D)
     sign_changes = [int((torch.diff(torch.sign(P[:, c])) != 0).sum()) for c in range(0, D, 2)]
-    fig_b = show_heatmaps(bits, "bit (high to low)", "number 0-7", cmap="Blues", figsize=(2, 3))
-    fig_p = show_heatmaps(P.float(), "encoding dimension", "position", cmap="Blues",
+    fig_b = show_heatmaps(bits, _("bit (high to low)"), _("number 0-7"), cmap="Blues",
+                          figsize=(2, 3))  # fmt: skip
+    fig_p = show_heatmaps(P.float(), _("encoding dimension"), _("position"), cmap="Blues",
                           figsize=(3.5, 4))  # fmt: skip
-    fig_f = plot_curves({"ω_j = 1/10000^(2j/d)": omega.tolist()}, "j (column pair)", "frequency",
-                        logy=True, title="frequency falls along the encoding dimension")  # fmt: skip
+    fig_f = plot_curves({"ω_j = 1/10000^(2j/d)": omega.tolist()}, _("j (column pair)"),
+                        _("frequency"), logy=True,
+                        title=_("frequency falls along the encoding dimension"))  # fmt: skip
     values = {
         "rotation_error": errors,
         "fit_gap": fit_gap,
@@ -89,22 +92,27 @@ def positions(*, small: bool = False, seed: int = 0) -> TopicResult:
         "similarity_far_max": max(sim[20:]),
         "binary": ["".join(str(int(b)) for b in row) for row in bits],
     }
-    finding = (
-        f"For δ = {list(errors)} one block-rotation M_δ maps P_i to P_(i+δ) for every i "
-        f"(max error {max(errors.values()):.1e}); least-squares fits on i < n/2 and i >= n/2 "
-        f"both recover M_δ (gap {max(fit_gap.values()):.1e}): it depends on δ only. All "
-        f"{max_len} positions are distinct ({unique} unique rows, smallest pairwise distance "
-        f"{min_dist:.3f}). As in binary 000..111 ({' '.join(values['binary'])}), lower columns "
-        f"flip faster: sign changes over {n} positions per sin column "
-        f"{sign_changes[:6]}..., frequency {omega[0]:.2f} -> {float(omega[-1]):.1e}. Nearby "
-        f"positions are more alike: mean cosine similarity of P_i and P_(i+δ) "
-        + ", ".join(f"{sim[o]:.2f}" for o in range(6))
-        + f" for δ = 0..5, {near:.2f} for δ = 1..3 against {far:.2f} for δ = 20..50 (at most "
-        f"{max(sim[20:]):.2f} there); but not monotonically: it falls only up to δ = "
-        f"{falls_until} and then ripples (δ = {falls_until + 1}: {sim[falls_until + 1]:.3f} > "
-        f"{sim[falls_until]:.3f})."
-    )
-    fig_s = plot_curves({"cos(P_i, P_(i+δ))": sim}, "offset δ", "mean cosine similarity",
-                        x=list(range(51)), title=f"d = {D}: similarity against offset")  # fmt: skip
+    finding = _(
+        "For δ = {deltas} one block-rotation M_δ maps P_i to P_(i+δ) for every i (max error "
+        "{error:.1e}); least-squares fits on i < n/2 and i >= n/2 both recover M_δ (gap "
+        "{gap:.1e}): it depends on δ only. All {max_len} positions are distinct ({unique} unique "
+        "rows, smallest pairwise distance {min_dist:.3f}). As in binary 000..111 ({binary}), "
+        "lower columns flip faster: sign changes over {n} positions per sin column "
+        "{sign_changes}..., frequency {omega_first:.2f} -> {omega_last:.1e}. Nearby positions "
+        "are more alike: mean cosine similarity of P_i and P_(i+δ) {similarity} for δ = 0..5, "
+        "{near:.2f} for δ = 1..3 against {far:.2f} for δ = 20..50 (at most {far_max:.2f} "
+        "there); but not monotonically: it falls only up to δ = {falls_until} and then ripples "
+        "(δ = {rise_at}: {rise:.3f} > {before_rise:.3f})."
+    ).format(
+        deltas=list(errors), error=max(errors.values()), gap=max(fit_gap.values()),
+        max_len=max_len, unique=unique, min_dist=min_dist, binary=" ".join(values["binary"]),
+        n=n, sign_changes=sign_changes[:6], omega_first=omega[0], omega_last=float(omega[-1]),
+        similarity=", ".join(f"{sim[o]:.2f}" for o in range(6)), near=near, far=far,
+        far_max=max(sim[20:]), falls_until=falls_until, rise_at=falls_until + 1,
+        rise=sim[falls_until + 1], before_rise=sim[falls_until],
+    )  # fmt: skip
+    fig_s = plot_curves({"cos(P_i, P_(i+δ))": sim}, _("offset δ"), _("mean cosine similarity"),
+                        x=list(range(51)),
+                        title=_("d = {d}: similarity against offset").format(d=D))  # fmt: skip
     figs = {"binary": fig_b, "table": fig_p, "frequency": fig_f, "similarity": fig_s}
     return TopicResult("positions", finding, values, figs)

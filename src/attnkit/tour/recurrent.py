@@ -10,6 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit._validate import integer, optional, positive_int, real
+from attnkit.i18n import N_, _
 from attnkit.tour.base import (
     TopicResult,
     check_args,
@@ -60,6 +61,21 @@ def randomized_grad(
     return g
 
 
+# the keys of bptt's ``relative_error`` (English, as the tests read them; shown translated)
+TRUNCATED = N_("truncated k={k}")
+MEAN_OF_DRAWS = N_("randomized, mean of draws")
+ONE_DRAW = N_("randomized, one draw (rms)")
+# the two ways of sampling, shown translated in the figure
+SAMPLINGS = (N_("sequential"), N_("random"))
+
+
+def _shown_error(key: str) -> str:
+    """A ``relative_error`` key in the language in force."""
+    if key.startswith("truncated k="):
+        return _(TRUNCATED).format(k=key.removeprefix("truncated k="))
+    return _(key)
+
+
 @topic
 def bptt(*, small: bool = False, seed: int = 0) -> TopicResult:
     """Gradient norms over steps; full, truncated and randomized truncation; sampling."""
@@ -68,14 +84,14 @@ def bptt(*, small: bool = False, seed: int = 0) -> TopicResult:
 
     g = torch.Generator().manual_seed(seed)
     d, T = 8, 40
-    Q, _ = torch.linalg.qr(torch.randn(d, d, generator=g))
+    Q, _r = torch.linalg.qr(torch.randn(d, d, generator=g))
     x0 = torch.randn(d, generator=g)
     norms = {}
     for rho in (0.8, 1.0, 1.2):  # linear recurrence h_t = W h_{t-1}: dh_t/dx_0 = W^t
         W = rho * Q
         h = x0.clone().requires_grad_(True)
         ys, out = h, []
-        for _ in range(T):
+        for _step in range(T):
             ys = W @ ys
             (gr,) = torch.autograd.grad(ys.sum(), h, retain_graph=True)
             out.append(float(gr.norm()))
@@ -86,16 +102,14 @@ def bptt(*, small: bool = False, seed: int = 0) -> TopicResult:
     W = 0.9 * Q
     X = torch.randn(30, d, generator=g) * 0.5
     full = randomized_grad(W, X)
-    rel = {f"truncated k={k}": float((randomized_grad(W, X, truncate=k) - full).norm() / full.norm())
+    rel = {TRUNCATED.format(k=k): float((randomized_grad(W, X, truncate=k) - full).norm() / full.norm())
            for k in (1, 5, 10)}  # fmt: skip
     pi, draws = 0.7, (300 if small else 1500)
     samples = torch.stack([
         randomized_grad(W, X, keep=torch.rand(30, generator=g) < pi, pi=pi) for _ in range(draws)
     ])  # fmt: skip
-    rel["randomized, mean of draws"] = float((samples.mean(0) - full).norm() / full.norm())
-    rel["randomized, one draw (rms)"] = float(
-        ((samples - full).norm(dim=(1, 2)).pow(2).mean().sqrt()) / full.norm()
-    )
+    rel[MEAN_OF_DRAWS] = float((samples.mean(0) - full).norm() / full.norm())
+    rel[ONE_DRAW] = float(((samples - full).norm(dim=(1, 2)).pow(2).mean().sqrt()) / full.norm())
 
     # random vs sequential sampling on a tiny character LM
     from attnkit.data.lm import LMDataLoader, load_corpus, read_corpus_lines
@@ -119,10 +133,11 @@ def bptt(*, small: bool = False, seed: int = 0) -> TopicResult:
 
     n_clip, clip_steps = (6, 60) if small else (10, 150)
     clip = clipping_divergence(seeds=n_clip, steps=clip_steps, seed=seed)
-    fig_n = plot_curves({f"ρ = {r}": v for r, v in norms.items()}, "steps t", "||dh_t / dx_0||",
-                        logy=True, title="gradient through t steps of W = ρQ")  # fmt: skip
-    fig_p = plot_curves({**{f"{k} (seed {seed})": v for k, v in ppl.items()}},
-                        "epoch", "perplexity", title=f"GRU LM: sampling, {n_seeds} seeds")  # fmt: skip
+    fig_n = plot_curves({f"ρ = {r}": v for r, v in norms.items()}, _("steps t"), "||dh_t / dx_0||",
+                        logy=True, title=_("gradient through t steps of W = ρQ"))  # fmt: skip
+    fig_p = plot_curves({_("{sampling} (seed {seed})").format(sampling=_(k), seed=seed): v
+                         for k, v in ppl.items()}, _("epoch"), _("perplexity"),
+                        title=_("GRU LM: sampling, {n} seeds").format(n=n_seeds))  # fmt: skip
     for name, style in (("sequential", "C0"), ("random", "C1")):
         for curve in runs[name][1:]:
             fig_p.axes[0].plot(range(1, epochs + 1), curve, color=style, alpha=0.3, lw=0.8)
@@ -131,35 +146,32 @@ def bptt(*, small: bool = False, seed: int = 0) -> TopicResult:
               "sampling_random_minus_sequential": sampling,
               "clipping": clip}  # fmt: skip
     lrs, div = clip["lrs"], clip["diverged"]
-    finding = (
-        f"||dh_t/dx_0|| after {T} steps: "
-        + ", ".join(f"ρ = {r}: {v[-1]:.1e}" for r, v in norms.items())
-        + " (log-slope per step "
-        + ", ".join(f"{s:.3f}" for s in slopes.values())
-        + " = log ρ: vanishing, stable, exploding). Gradient error against full BPTT (30 steps): "
-        + ", ".join(f"{k} {e:.3f}" for k, e in rel.items())
-        + f": truncation is biased, less so as k grows; randomized truncation "
-        f"(π = {pi}) is unbiased on average over {draws} draws but one draw is noisy. Character "
-        f"GRU, {epochs} epochs, {n_seeds} seeds: training perplexity sequential "
-        + "/".join(f"{x:.2f}" for x in last["sequential"])
-        + ", random "
-        + "/".join(f"{x:.2f}" for x in last["random"])
-        + ": sequential partitioning (the state carried across batches) ends lower in "
-        + describe_seeds(sampling)
-        + f". Gradient clipping (θ = {clip['theta']}): a tanh RNN started with ρ(W) ≈ "
-        f"{clip['rho']}, {clip_steps} SGD steps, {n_clip} seeds; diverged without / with "
-        "clipping at lr "
-        + ", ".join(
-            f"{lr}: {div['none'][i]}/{n_clip} / {div['clipped'][i]}/{n_clip}"
-            for i, lr in enumerate(lrs)
-        )
-        + " (largest gradient norm without clipping, median per lr "
-        + "/".join(f"{x:.1e}" for x in clip["max_norm_none"])
-        + "): "
-        "clipping prevents the divergence; at the smallest lr neither diverges and clipping "
-        f"costs a little (final loss {clip['final_median']['none'][0]:.3f} without, "
-        f"{clip['final_median']['clipped'][0]:.3f} with)."
-    )
+    finding = _(
+        "||dh_t/dx_0|| after {T} steps: {norms} (log-slope per step {slopes} = log ρ: vanishing, "
+        "stable, exploding). Gradient error against full BPTT (30 steps): {errors}: truncation "
+        "is biased, less so as k grows; randomized truncation (π = {pi}) is unbiased on average "
+        "over {draws} draws but one draw is noisy. Character GRU, {epochs} epochs, {n_seeds} "
+        "seeds: training perplexity sequential {sequential}, random {random}: sequential "
+        "partitioning (the state carried across batches) ends lower in {sampling}. Gradient "
+        "clipping (θ = {theta}): a tanh RNN started with ρ(W) ≈ {rho}, {clip_steps} SGD steps, "
+        "{n_clip} seeds; diverged without / with clipping at lr {diverged} (largest gradient "
+        "norm without clipping, median per lr {max_norm}): clipping prevents the divergence; at "
+        "the smallest lr neither diverges and clipping costs a little (final loss "
+        "{final_none:.3f} without, {final_clipped:.3f} with)."
+    ).format(
+        T=T, norms=", ".join(f"ρ = {r}: {v[-1]:.1e}" for r, v in norms.items()),
+        slopes=", ".join(f"{s:.3f}" for s in slopes.values()),
+        errors=", ".join(f"{_shown_error(k)} {e:.3f}" for k, e in rel.items()), pi=pi,
+        draws=draws, epochs=epochs, n_seeds=n_seeds,
+        sequential="/".join(f"{x:.2f}" for x in last["sequential"]),
+        random="/".join(f"{x:.2f}" for x in last["random"]), sampling=describe_seeds(sampling),
+        theta=clip["theta"], rho=clip["rho"], clip_steps=clip_steps, n_clip=n_clip,
+        diverged=", ".join(f"{lr}: {div['none'][i]}/{n_clip} / {div['clipped'][i]}/{n_clip}"
+                           for i, lr in enumerate(lrs)),
+        max_norm="/".join(f"{x:.1e}" for x in clip["max_norm_none"]),
+        final_none=clip["final_median"]["none"][0],
+        final_clipped=clip["final_median"]["clipped"][0],
+    )  # fmt: skip
     figs = {"gradient_norms": fig_n, "sampling": fig_p}
     return TopicResult("bptt", finding, values, figs)
 
@@ -186,7 +198,7 @@ def clipping_divergence(*, seeds: int, steps: int, lrs: tuple[float, ...] = (0.1
     clipped = torch.arange(M) >= R * S
     data = torch.Generator().manual_seed(seed + 1)
     losses, norms = [], []
-    for _ in range(steps):
+    for _step in range(steps):
         X = torch.randn(S, 32, T, generator=data).repeat(2 * R, 1, 1)
         h = torch.zeros(M, 32, d)
         for t in range(T):
@@ -236,7 +248,7 @@ def fit_window_net(
         )
     positive_int("epochs", epochs)
     opt = torch.optim.Adam(net.parameters(), lr=0.01)
-    for _ in range(epochs):
+    for _epoch in range(epochs):
         perm = torch.randperm(n_train, generator=generator)
         for i in range(0, n_train, 16):
             idx = perm[i : i + 16]
@@ -277,22 +289,23 @@ def autoregressive(*, small: bool = False, seed: int = 0) -> TopicResult:
     # multistep from the end of the training data onward: predictions feed predictions
     multi = x[: n_train + tau].clone().tolist()
     with torch.no_grad():
-        for _ in range(n_train + tau, T):
+        for _t in range(n_train + tau, T):
             multi.append(float(net(torch.tensor(multi[-tau:]).reshape(1, tau))))
     multi_mse = float(((torch.tensor(multi[n_train + tau :]) - x[n_train + tau :]) ** 2).mean())
-    fig_k = plot_curves({"data": x[tau + max_k - 1 :].tolist(),
-                         **{f"{k}-step preds": cols[tau + k - 1].tolist() for k in steps}},
-                        "time", "x", x=time_[tau + max_k - 1 :].tolist(),
-                        title="k-step-ahead predictions")  # fmt: skip
-    fig_m = plot_curves({"data": x.tolist(), "multistep from t = 604": multi}, "time", "x",
-                        x=time_.tolist(), title="predictions fed back")  # fmt: skip
+    fig_k = plot_curves({_("data"): x[tau + max_k - 1 :].tolist(),
+                         **{_("{k}-step preds").format(k=k): cols[tau + k - 1].tolist()
+                            for k in steps}},
+                        _("time"), "x", x=time_[tau + max_k - 1 :].tolist(),
+                        title=_("k-step-ahead predictions"))  # fmt: skip
+    fig_m = plot_curves({_("data"): x.tolist(), _("multistep from t = 604"): multi}, _("time"),
+                        "x", x=time_.tolist(), title=_("predictions fed back"))  # fmt: skip
     values = {"k_step_mse": mse, "k_step_mse_vs_sine": truth_mse, "multistep_mse": multi_mse,
               "noise_variance": 0.04}  # fmt: skip
-    finding = (
-        "MSE against the data of k-step-ahead predictions: "
-        + ", ".join(f"k = {k}: {e:.3f}" for k, e in mse.items())
-        + f" (the noise alone is 0.04). One step ahead is as good as the noise allows; errors "
-        f"compound as predictions feed predictions. Feeding back from t = {n_train + tau} to "
-        f"{T}: MSE {multi_mse:.3f}, the prediction decays to a flat line."
-    )
+    finding = _(
+        "MSE against the data of k-step-ahead predictions: {mse} (the noise alone is 0.04). One "
+        "step ahead is as good as the noise allows; errors compound as predictions feed "
+        "predictions. Feeding back from t = {start} to {T}: MSE {multi_mse:.3f}, the prediction "
+        "decays to a flat line."
+    ).format(mse=", ".join(f"k = {k}: {e:.3f}" for k, e in mse.items()), start=n_train + tau, T=T,
+             multi_mse=multi_mse)  # fmt: skip
     return TopicResult("autoregressive", finding, values, {"k_step": fig_k, "multistep": fig_m})

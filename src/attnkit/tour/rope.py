@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from attnkit.i18n import _
 from attnkit.tour.base import TopicResult, check_args, topic
 from attnkit.tour.positions import offset_matrix
 
@@ -87,8 +88,9 @@ def rope(*, small: bool = False, seed: int = 0) -> TopicResult:
     starts = (0, L // 8, L // 4, L // 2 - 1)
     span = L // 2
     curves = {f"n = {n0}, m = n + δ": S[0, n0 + torch.arange(span), n0].tolist() for n0 in starts}
-    fig = plot_curves(curves, "offset δ = m - n", "score rope(q, m) · rope(k, n)",
-                      x=list(range(span)), title="RoPE: the 4 curves coincide (one per start n)")  # fmt: skip
+    fig = plot_curves(curves, _("offset δ = m - n"), _("score rope(q, m) · rope(k, n)"),
+                      x=list(range(span)),
+                      title=_("RoPE: the 4 curves coincide (one per start n)"))  # fmt: skip
     values = {
         "offset_only_max_deviation": spread64,
         "offset_only_max_deviation_float32": spread32,
@@ -101,18 +103,21 @@ def rope(*, small: bool = False, seed: int = 0) -> TopicResult:
         "head_dim": Dh,
         "pairs": pairs,
     }
-    finding = (
-        f"{pairs} random (q, k), head width {Dh}, every (m, n) with m, n < {L}: the score "
-        f"rope(q, m)·rope(k, n) takes one value per offset m - n (largest spread over any "
-        f"offset {spread64:.1e} in float64, {spread32:.1e} in float32 with the library's "
-        f"RotaryEmbedding), and equals q·R_(n-m) k ({formula_error:.1e}). Adding the "
-        f"sinusoidal encoding instead, (q + P_m)·(k + P_n) spreads by {spread_absolute:.2f} "
-        f"over one offset: absolute. RoPE's rotation for δ = {list(deltas)} is exactly the "
-        f"sinusoidal map M_δ with P_(p+δ) = M_δ P_p (the positions topic) once its half-split "
-        f"dimensions (x_j, x_(j+Dh/2)) are read as the table's (cos, sin) columns (2j+1, 2j): "
-        f"max error {max(matrix_error.values()):.1e} (without reordering "
-        f"{unpermuted_gap:.2f}), and R_δ carries the table's rows to the rows δ later "
-        f"({table_error:.1e}). The sinusoidal encoding adds the vectors this map relates; RoPE "
-        f"applies the map to q and k, so the offset lands in the score itself."
-    )
+    finding = _(
+        "{pairs} random (q, k), head width {Dh}, every (m, n) with m, n < {L}: the score "
+        "rope(q, m)·rope(k, n) takes one value per offset m - n (largest spread over any offset "
+        "{spread64:.1e} in float64, {spread32:.1e} in float32 with the library's "
+        "RotaryEmbedding), and equals q·R_(n-m) k ({formula_error:.1e}). Adding the sinusoidal "
+        "encoding instead, (q + P_m)·(k + P_n) spreads by {spread_absolute:.2f} over one "
+        "offset: absolute. RoPE's rotation for δ = {deltas} is exactly the sinusoidal map M_δ "
+        "with P_(p+δ) = M_δ P_p (the positions topic) once its half-split dimensions (x_j, "
+        "x_(j+Dh/2)) are read as the table's (cos, sin) columns (2j+1, 2j): max error "
+        "{matrix_error:.1e} (without reordering {unpermuted_gap:.2f}), and R_δ carries the "
+        "table's rows to the rows δ later ({table_error:.1e}). The sinusoidal encoding adds the "
+        "vectors this map relates; RoPE applies the map to q and k, so the offset lands in the "
+        "score itself."
+    ).format(pairs=pairs, Dh=Dh, L=L, spread64=spread64, spread32=spread32,
+             formula_error=formula_error, spread_absolute=spread_absolute, deltas=list(deltas),
+             matrix_error=max(matrix_error.values()), unpermuted_gap=unpermuted_gap,
+             table_error=table_error)  # fmt: skip
     return TopicResult("rope", finding, values, {"score_vs_offset": fig})

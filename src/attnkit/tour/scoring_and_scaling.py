@@ -12,6 +12,7 @@ import math
 
 import torch
 
+from attnkit.i18n import _
 from attnkit.tour.base import TopicResult, check_args, check_tensor, timed, topic
 
 __all__ = ["scaling", "scoring", "softmax_jacobian_norm", "vector_sum_weights"]
@@ -91,32 +92,33 @@ def scoring(*, small: bool = False, seed: int = 0) -> TopicResult:
     }
     fig = show_heatmaps(
         torch.stack(maps).reshape(2, 2, 2, 10),
-        "keys",
-        "queries",
-        titles=["additive", "dot product"],
-        row_titles=["keys = ones", "random keys"],
+        _("keys"),
+        _("queries"),
+        titles=[_("additive"), _("dot product")],
+        row_titles=[_("keys = ones"), _("random keys")],
         figsize=(3.0, 1.2),
     )
-    fig_b = show_heatmaps(bil_w.reshape(1, 1, 2, 10), "keys", "queries", figsize=(3.0, 1.2))
-    fig_v = show_heatmaps(vs[0], "keys", "5 queries (scaled 0.1x to 10x)", figsize=(3.0, 2.0))
-    finding = (
-        f"With the book's keys (all ones) additive and dot-product weights agree (max diff "
-        f"{diffs['ones']:.1e}, uniform over the valid keys to {uniform_error:.1e}); with random keys they differ by up "
-        f"to {diffs['random']:.2f}. The bilinear score qᵀWk takes queries of width 20 and keys "
-        f"of width 2 with two matmuls (equal to the explicit sum to {bil_err:.1e}), masked keys "
-        f"get weight {masked_mass:.1f}. The vector-sum score wᵀ(q+k): five very different "
-        f"queries give the same weights to {vs_spread:.1e}, because wᵀq is a constant per row "
-        "and softmax is shift-invariant: the score cannot attend by query. Cost, counted (d = "
-        f"hidden = {cost['d']}, n queries and n keys, n = {cost['sizes']}): additive attention "
-        "runs " + "/".join(f"{r:.1f}" for r in cost["ratio"]) + "x the operations of dot-product "
-        "attention (" + "/".join(f"{r:.1f}" for r in cost["ratio_flops"]) + "x its FLOPs; it "
-        "also writes an n x n x hidden tensor through the tanh); measured forward time, for "
-        "illustration: "
-        + "/".join(
-            f"{a / b:.1f}" for a, b in zip(cost["seconds"]["additive"], cost["seconds"]["dot"])
-        )
-        + "x."
-    )
+    fig_b = show_heatmaps(bil_w.reshape(1, 1, 2, 10), _("keys"), _("queries"), figsize=(3.0, 1.2))
+    fig_v = show_heatmaps(vs[0], _("keys"), _("5 queries (scaled 0.1x to 10x)"), figsize=(3.0, 2.0))
+    finding = _(
+        "With the book's keys (all ones) additive and dot-product weights agree (max diff "
+        "{ones:.1e}, uniform over the valid keys to {uniform:.1e}); with random keys they differ "
+        "by up to {random:.2f}. The bilinear score qᵀWk takes queries of width 20 and keys of "
+        "width 2 with two matmuls (equal to the explicit sum to {bilinear:.1e}), masked keys get "
+        "weight {masked:.1f}. The vector-sum score wᵀ(q+k): five very different queries give "
+        "the same weights to {spread:.1e}, because wᵀq is a constant per row and softmax is "
+        "shift-invariant: the score cannot attend by query. Cost, counted (d = hidden = {d}, n "
+        "queries and n keys, n = {sizes}): additive attention runs {ops}x the operations of "
+        "dot-product attention ({flops}x its FLOPs; it also writes an n x n x hidden tensor "
+        "through the tanh); measured forward time, for illustration: {seconds}x."
+    ).format(
+        ones=diffs["ones"], uniform=uniform_error, random=diffs["random"], bilinear=bil_err,
+        masked=masked_mass, spread=vs_spread, d=cost["d"], sizes=cost["sizes"],
+        ops="/".join(f"{r:.1f}" for r in cost["ratio"]),
+        flops="/".join(f"{r:.1f}" for r in cost["ratio_flops"]),
+        seconds="/".join(f"{a / b:.1f}"
+                         for a, b in zip(cost["seconds"]["additive"], cost["seconds"]["dot"])),
+    )  # fmt: skip
     figs = {"additive_vs_dot": fig, "bilinear": fig_b, "vector_sum": fig_v}
     return TopicResult("scoring", finding, v, figs)
 
@@ -184,17 +186,18 @@ def scaling(*, small: bool = False, seed: int = 0) -> TopicResult:
         max_raw.append(float(torch.softmax(s, -1).max(-1).values.mean()))
         max_scaled.append(float(torch.softmax(s / math.sqrt(d), -1).max(-1).values.mean()))
     ratio = [v / d for v, d in zip(var, dims)]
-    fig_v = plot_curves({"Var(q·k)": var, "d": dims}, "d", "variance", x=dims,
+    fig_v = plot_curves({"Var(q·k)": var, "d": dims}, "d", _("variance"), x=dims,
                         title="q, k ~ N(0, I): Var(q·k) = d")  # fmt: skip
     fig_v.axes[0].set_xscale("log")
     fig_v.axes[0].set_yscale("log")
     fig_g = plot_curves(
-        {"unscaled": jac_raw, "scaled by 1/√d": jac_scaled}, "d", "||d softmax / d scores||",
-        x=dims, logy=True, title=f"softmax gradient ({n_keys} keys)",
+        {_("unscaled"): jac_raw, _("scaled by 1/√d"): jac_scaled}, "d",
+        "||d softmax / d scores||", x=dims, logy=True,
+        title=_("softmax gradient ({n} keys)").format(n=n_keys),
     )  # fmt: skip
     fig_g.axes[0].set_xscale("log")
-    fig_m = plot_curves({"unscaled": max_raw, "scaled": max_scaled}, "d", "mean largest weight",
-                        x=dims, title="saturation")  # fmt: skip
+    fig_m = plot_curves({_("unscaled"): max_raw, _("scaled"): max_scaled}, "d",
+                        _("mean largest weight"), x=dims, title=_("saturation"))  # fmt: skip
     fig_m.axes[0].set_xscale("log")
     values = {
         "dims": dims,
@@ -205,13 +208,15 @@ def scaling(*, small: bool = False, seed: int = 0) -> TopicResult:
         "max_weight_unscaled": max_raw,
         "max_weight_scaled": max_scaled,
     }
-    finding = (
-        f"Var(q·k)/d = {', '.join(f'{r:.2f}' for r in ratio)} for d = {dims}: the variance "
-        f"grows linearly in d. Unscaled, the largest of {n_keys} weights goes "
-        f"{max_raw[0]:.2f} -> {max_raw[-1]:.2f} (one-hot) and the softmax gradient norm "
-        f"{jac_raw[0]:.3f} -> {jac_raw[-1]:.4f} ({jac_raw[0] / jac_raw[-1]:.0f}x smaller); "
-        f"with 1/√d they stay at {max_scaled[-1]:.2f} and {jac_scaled[0]:.3f} -> "
-        f"{jac_scaled[-1]:.3f}."
-    )
+    finding = _(
+        "Var(q·k)/d = {ratios} for d = {dims}: the variance grows linearly in d. Unscaled, the "
+        "largest of {n_keys} weights goes {max_first:.2f} -> {max_last:.2f} (one-hot) and the "
+        "softmax gradient norm {jac_first:.3f} -> {jac_last:.4f} ({jac_ratio:.0f}x smaller); "
+        "with 1/√d they stay at {max_scaled:.2f} and {jac_scaled_first:.3f} -> "
+        "{jac_scaled_last:.3f}."
+    ).format(ratios=", ".join(f"{r:.2f}" for r in ratio), dims=dims, n_keys=n_keys,
+             max_first=max_raw[0], max_last=max_raw[-1], jac_first=jac_raw[0],
+             jac_last=jac_raw[-1], jac_ratio=jac_raw[0] / jac_raw[-1], max_scaled=max_scaled[-1],
+             jac_scaled_first=jac_scaled[0], jac_scaled_last=jac_scaled[-1])  # fmt: skip
     figs = {"variance": fig_v, "gradient": fig_g, "saturation": fig_m}
     return TopicResult("scaling", finding, values, figs)

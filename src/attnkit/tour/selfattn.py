@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit._validate import positive_int
+from attnkit.i18n import N_, _
 from attnkit.tour.base import TopicResult, check_args, check_tensor, topic
 
 __all__ = [
@@ -89,20 +90,20 @@ def self_attention(*, small: bool = False, seed: int = 0) -> TopicResult:
     mats = [steps[k] for k in ("A", "A'")] + [steps["O"], lib]
     fig = show_heatmaps(
         torch.stack([m[:n, :n] for m in mats]).unsqueeze(0),
-        "i (query / input)",
-        "row",
-        titles=["A = KᵀQ", "A' = softmax(A)", "O = VA' (rows :n)", "library (rows :n)"],
+        _("i (query / input)"),
+        _("row"),
+        titles=["A = KᵀQ", "A' = softmax(A)", _("O = VA' (rows :n)"), _("library (rows :n)")],
         cmap="RdBu_r",
         per_panel=True,
     )
     values = {"d": d, "n": n, "heads": h, "max_diff_one_head": diff_one,
               "max_diff_weights": diff_weights, "max_diff_multi_head": diff_multi}  # fmt: skip
-    finding = (
-        f"d = {d}, n = {n}: the explainer's O = V softmax(KᵀQ) equals attnkit's single-head "
-        f"self-attention with scale 1 to {diff_one:.1e} (weights A' to {diff_weights:.1e}); "
-        f"with {h} heads, O = W^o [O_1; ...; O_{h}] (each head scaled by 1/√{dh}) equals "
-        f"MultiHeadAttention to {diff_multi:.1e}."
-    )
+    finding = _(
+        "d = {d}, n = {n}: the explainer's O = V softmax(KᵀQ) equals attnkit's single-head "
+        "self-attention with scale 1 to {one:.1e} (weights A' to {weights:.1e}); with {h} heads, "
+        "O = W^o [O_1; ...; O_{h}] (each head scaled by 1/√{dh}) equals MultiHeadAttention to "
+        "{multi:.1e}."
+    ).format(d=d, n=n, one=diff_one, weights=diff_weights, h=h, dh=dh, multi=diff_multi)
     return TopicResult("self-attention", finding, values, {"steps": fig})
 
 
@@ -182,7 +183,7 @@ def _ranges_over_seeds(small: bool, seed: int, seeds: int) -> dict:
 
     out: dict[str, dict] = {"ranges": {}, "spread": {}, "p": {}, "spread_untrained": {}}
     for s in range(seed, seed + seeds):
-        model, data, _ = trained_transformer(small=small, seed=s)
+        model, data, _history = trained_transformer(small=small, seed=s)
         sentences = [" ".join(src) for src, _ in data.train[:40]]
         r = head_ranges(model, data, sentences)
         out["ranges"][s] = r.mean(0).tolist()
@@ -203,7 +204,7 @@ def multihead(*, small: bool = False, seed: int = 0) -> TopicResult:
     from attnkit.tour.translation import trained_transformer
     from attnkit.viz import show_heatmaps
 
-    model, data, _ = trained_transformer(small=small, seed=seed)
+    model, data, _history = trained_transformer(small=small, seed=seed)
     sentences = [" ".join(src) for src, _ in data.train[:8]] if hasattr(data, "train") else []
     ents, dists, first = [], [], None
     offsets = torch.arange(-3, 4)
@@ -228,8 +229,9 @@ def multihead(*, small: bool = False, seed: int = 0) -> TopicResult:
     favourite_mass = [float(offset_mass[0, h].max()) for h in range(offset_mass.shape[1])]
     tv = sum(dists) / len(dists)  # mean total-variation distance between two heads' rows
     w = first.encoder_self
-    fig = show_heatmaps(w, "keys", "queries", titles=[f"head {i + 1}" for i in range(w.shape[1])],
-                        row_titles=[f"layer {i + 1}" for i in range(w.shape[0])],
+    fig = show_heatmaps(w, _("keys"), _("queries"),
+                        titles=[_("head {i}").format(i=i + 1) for i in range(w.shape[1])],
+                        row_titles=[_("layer {i}").format(i=i + 1) for i in range(w.shape[0])],
                         xticklabels=first.source, yticklabels=first.source)  # fmt: skip
 
     torch.manual_seed(seed)
@@ -244,13 +246,14 @@ def multihead(*, small: bool = False, seed: int = 0) -> TopicResult:
         return sum(p.numel() for p in m.parameters())
 
     d, h = 64, 8
-    params = {
-        f"{h} heads of width {d // h} (d = {d})": count(MultiHeadAttention(d, h)),
-        f"1 head of width {d}": count(MultiHeadAttention(d, 1)),
-        f"{h} heads of width {d} each": count(
-            MultiHeadAttention(d * h, h, query_size=d, key_size=d, value_size=d)
-        ),
-    }
+    shapes = (
+        (N_("{h} heads of width {w} (d = {d})"), MultiHeadAttention(d, h)),
+        (N_("1 head of width {d}"), MultiHeadAttention(d, 1)),
+        (N_("{h} heads of width {d} each"),
+         MultiHeadAttention(d * h, h, query_size=d, key_size=d, value_size=d)),
+    )  # fmt: skip
+    params = {name.format(h=h, w=d // h, d=d): count(m) for name, m in shapes}  # English keys
+    shown = [_(name).format(h=h, w=d // h, d=d) for name, _m in shapes]
     n_seeds = 3
     ranges = _ranges_over_seeds(small, seed, n_seeds)
     significant = sum(p < 0.01 for p in ranges["p"].values())
@@ -266,28 +269,36 @@ def multihead(*, small: bool = False, seed: int = 0) -> TopicResult:
         "additive_head_distance": add_tv,
         "params": params,
     }
-    finding = (
-        f"Encoder self-attention of a trained Transformer ({len(sentences)} sentences): mean "
-        f"entropy per head {', '.join(f'{e:.2f}' for e in entropy.tolist())} nats; two heads' "
-        f"rows differ by {tv:.2f} in total variation on average (0 = same, 1 = disjoint); in "
-        f"layer 1 the heads weight most the relative positions (key - query) "
-        + ", ".join(f"{o:+d} ({m:.2f})" for o, m in zip(favourite, favourite_mass))
-        + f": the heads attend to different things. Additive heads work the same way (output "
-        f"{tuple(out.shape)}, heads 1-2 differ by {add_tv:.2f}). Parameters: "
-        + "; ".join(f"{k}: {v}" for k, v in params.items())
-        + ": splitting d into h heads costs no more than one wide head. Heads cover different "
-        f"ranges: mean attended distance sum_j w_ij |j - i| per head in layer 1 over 40 "
-        f"sentences, {n_seeds} seeds: "
-        + "; ".join(
-            f"seed {s}: "
-            + "/".join(f"{x:.2f}" for x in ranges["ranges"][s][0])
-            + f" (spread {ranges['spread'][s]:.2f}, permutation p {ranges['p'][s]:.3f}; "
-            f"untrained {ranges['spread_untrained'][s]:.2f})"
-            for s in ranges["ranges"]
-        )
-        + f": the heads' ranges differ beyond chance (p < 0.01) in {significant}/{n_seeds} seeds "
-        f"and more than a fresh initialisation's (whose heads already differ a little, through "
-        f"the positional encoding) in {beyond_init}/{n_seeds}"
-        + ("." if significant == beyond_init == n_seeds else ": not in every seed at this size.")
-    )
+    per_seed = [
+        _("seed {seed}: {ranges} (spread {spread:.2f}, permutation p {p:.3f}; untrained "
+          "{untrained:.2f})").format(
+            seed=s, ranges="/".join(f"{x:.2f}" for x in ranges["ranges"][s][0]),
+            spread=ranges["spread"][s], p=ranges["p"][s], untrained=ranges["spread_untrained"][s])
+        for s in ranges["ranges"]
+    ]  # fmt: skip
+    finding = _(
+        "Encoder self-attention of a trained Transformer ({sentences} sentences): mean entropy "
+        "per head {entropy} nats; two heads' rows differ by {tv:.2f} in total variation on "
+        "average (0 = same, 1 = disjoint); in layer 1 the heads weight most the relative "
+        "positions (key - query) {favourite}: the heads attend to different things. Additive "
+        "heads work the same way (output {shape}, heads 1-2 differ by {add_tv:.2f}). "
+        "Parameters: {params}: splitting d into h heads costs no more than one wide head. Heads "
+        "cover different ranges: mean attended distance sum_j w_ij |j - i| per head in layer 1 "
+        "over 40 sentences, {n_seeds} seeds: {per_seed}"
+    ).format(
+        sentences=len(sentences), entropy=", ".join(f"{e:.2f}" for e in entropy.tolist()),
+        tv=tv, favourite=", ".join(f"{o:+d} ({m:.2f})" for o, m in zip(favourite, favourite_mass)),
+        shape=tuple(out.shape), add_tv=add_tv,
+        params="; ".join(f"{k}: {v}" for k, v in zip(shown, params.values())),
+        n_seeds=n_seeds, per_seed="; ".join(per_seed),
+    ) + (
+        _(": the heads' ranges differ beyond chance (p < 0.01) in {significant}/{n_seeds} seeds "
+          "and more than a fresh initialisation's (whose heads already differ a little, through "
+          "the positional encoding) in {beyond_init}/{n_seeds}.")
+        if significant == beyond_init == n_seeds
+        else _(": the heads' ranges differ beyond chance (p < 0.01) in {significant}/{n_seeds} "
+               "seeds and more than a fresh initialisation's (whose heads already differ a "
+               "little, through the positional encoding) in {beyond_init}/{n_seeds}: not in every "
+               "seed at this size.")
+    ).format(significant=significant, n_seeds=n_seeds, beyond_init=beyond_init)  # fmt: skip
     return TopicResult("multihead", finding, values, {"heads": fig})

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from attnkit._validate import positive_int
+from attnkit.i18n import _
 from attnkit.tour.base import TopicResult, check_args, topic
 
 __all__ = [
@@ -67,7 +68,7 @@ def trained_transformer(*, small: bool = False, seed: int = 0):
     """A book-size Transformer trained on the generated corpus: (model, data, history)."""
     check_args(small, seed)
     data = _data(small, seed, num_pairs=2000)
-    model, history, _ = train_translator(
+    model, history, _seconds = train_translator(
         "transformer", data, epochs=4 if small else 25, seed=seed, model_config=TRANSFORMER_SIZES,
         lr=0.005, schedule="inverse_sqrt", warmup_steps=100, batch_tokens=512,
     )  # fmt: skip
@@ -90,13 +91,13 @@ def seq2seq(*, small: bool = False, seed: int = 0) -> TopicResult:
             batch_tokens=512, eval_every=1,
         )  # fmt: skip
         res[arch] = (model, hist["val_bleu"][-1], spe, hist["train_loss"][-1])
-        curves[f"{arch} val BLEU"] = hist["val_bleu"]
+        curves[_("{arch} val BLEU").format(arch=arch)] = hist["val_bleu"]
     pool = (data.val or data.train)[:50]
     sentence = " ".join(max(pool, key=lambda pair: len(pair[0]))[0])  # a long one
     maps = attention_maps(res["bahdanau"][0], data, sentence)
     ops = {arch: _teacher_forced_ops(res[arch][0], data) for arch in res}
     align = alignment_stats(res["bahdanau"][0], data, (data.val or data.train)[:30])
-    fig = show_heatmaps(maps.cross[0, 0], "source", "output", xticklabels=maps.source,
+    fig = show_heatmaps(maps.cross[0, 0], _("source"), _("output"), xticklabels=maps.source,
                         yticklabels=maps.outputs, figsize=(4, 4))  # fmt: skip
     values = {arch: {"val_bleu": b, "seconds_per_epoch": s, "train_loss": loss}
               for arch, (_, b, s, loss) in res.items()}  # fmt: skip
@@ -109,29 +110,34 @@ def seq2seq(*, small: bool = False, seed: int = 0) -> TopicResult:
         for k in ("flops", "elementwise", "total", "calls")
     }
     values["alignment"] = align
-    finding = (
-        f"{epochs} epochs on {len(data.train)} generated pairs, the same GRU sizes "
-        f"(embed 32, hidden 64, 1 layer): seq2seq val BLEU "
-        f"{values['seq2seq']['val_bleu']:.1f} at {values['seq2seq']['seconds_per_epoch']:.2f} "
-        f"s/epoch; with Bahdanau attention {values['bahdanau']['val_bleu']:.1f} at "
-        f"{values['bahdanau']['seconds_per_epoch']:.2f} s/epoch (measured, for illustration). "
-        f"Counted on the same {ops['seq2seq']['batches']} training batches, teacher-forced: the "
-        f"attention decoder costs {values['bahdanau_over_seq2seq_ops']['flops']:.2f}x the "
-        f"FLOPs and {values['bahdanau_over_seq2seq_ops']['total']:.2f}x the operations "
-        f"(FLOPs + elements written) of the plain decoder, which it runs in "
-        f"{values['bahdanau_over_seq2seq_ops']['calls']:.1f}x the operator calls: it scores "
-        "every source position at every step, one step after another (the plain decoder's "
-        f"GRU runs over all steps in one call). Alignment for '{sentence}' -> "
-        f"'{maps.translation}'; over "
-        f"{align['sentences']} validation sentences, the source position it weights most "
-        f"moves with the output step (correlation {align['correlation']:.2f}, mean; it "
-        f"does not move back in {align['monotone']:.0%} of steps) and the weight within ±1 of "
-        f"the scaled diagonal is {align['diagonal_mass']:.2f}, against "
-        f"{align['diagonal_mass_uniform']:.2f} for uniform weights: the alignment is close "
-        "to diagonal (English and French word order mostly agree; adjectives swap)."
-    )
+    ratio = values["bahdanau_over_seq2seq_ops"]
+    finding = _(
+        "{epochs} epochs on {pairs} generated pairs, the same GRU sizes (embed 32, hidden 64, 1 "
+        "layer): seq2seq val BLEU {bleu_seq2seq:.1f} at {seconds_seq2seq:.2f} s/epoch; with "
+        "Bahdanau attention {bleu_bahdanau:.1f} at {seconds_bahdanau:.2f} s/epoch (measured, for "
+        "illustration). Counted on the same {batches} training batches, teacher-forced: the "
+        "attention decoder costs {flops:.2f}x the FLOPs and {total:.2f}x the operations (FLOPs "
+        "+ elements written) of the plain decoder, which it runs in {calls:.1f}x the operator "
+        "calls: it scores every source position at every step, one step after another (the "
+        "plain decoder's GRU runs over all steps in one call). Alignment for '{sentence}' -> "
+        "'{translation}'; over {sentences} validation sentences, the source position it weights "
+        "most moves with the output step (correlation {correlation:.2f}, mean; it does not move "
+        "back in {monotone:.0%} of steps) and the weight within ±1 of the scaled diagonal is "
+        "{diagonal:.2f}, against {uniform:.2f} for uniform weights: the alignment is close to "
+        "diagonal (English and French word order mostly agree; adjectives swap)."
+    ).format(
+        epochs=epochs, pairs=len(data.train), bleu_seq2seq=values["seq2seq"]["val_bleu"],
+        seconds_seq2seq=values["seq2seq"]["seconds_per_epoch"],
+        bleu_bahdanau=values["bahdanau"]["val_bleu"],
+        seconds_bahdanau=values["bahdanau"]["seconds_per_epoch"],
+        batches=ops["seq2seq"]["batches"], flops=ratio["flops"], total=ratio["total"],
+        calls=ratio["calls"], sentence=sentence, translation=maps.translation,
+        sentences=align["sentences"], correlation=align["correlation"],
+        monotone=align["monotone"], diagonal=align["diagonal_mass"],
+        uniform=align["diagonal_mass_uniform"],
+    )  # fmt: skip
     fig_b = plot_curves(
-        curves, "epoch", "val BLEU", title="the same GRUs, with and without attention"
+        curves, _("epoch"), _("val BLEU"), title=_("the same GRUs, with and without attention")
     )
     return TopicResult("seq2seq", finding, values, {"alignment": fig, "bleu": fig_b})
 
@@ -160,7 +166,7 @@ def alignment_stats(model, data, pairs) -> dict:
     from attnkit.inference.attention_maps import attention_maps
 
     corr, mono, diag, unif = [], [], [], []
-    for src, _ in pairs:
+    for src, _tgt in pairs:
         A = attention_maps(model, data, " ".join(src)).cross[0, 0]  # (T, S)
         T, S = A.shape
         if T < 3 or S < 2:
@@ -200,7 +206,9 @@ def decoder_alone_perplexity(model, data, sentences: list[list[str]], seed: int)
                 state = model.decoder.init_state(
                     torch.zeros(1, 1, model.decoder.num_hiddens), torch.tensor([0])
                 )
-                logits, _ = model.decoder(torch.cat([torch.tensor([bos]), ids[:-1]])[None], state)
+                logits, _state = model.decoder(
+                    torch.cat([torch.tensor([bos]), ids[:-1]])[None], state
+                )
                 logp = torch.log_softmax(logits[0], -1)
                 total -= float(logp[torch.arange(len(ids)), ids].sum())
                 count += len(ids)
@@ -260,8 +268,9 @@ def transformer(*, small: bool = False, seed: int = 0) -> TopicResult:
                            ("decoder", maps.decoder_self, maps.decoder_inputs, maps.decoder_inputs),
                            ("cross", maps.cross, maps.source, maps.outputs)):  # fmt: skip
         L, H = w.shape[:2]
-        figs[key] = show_heatmaps(w, "keys", "queries", titles=[f"head {i + 1}" for i in range(H)],
-                                  row_titles=[f"layer {i + 1}" for i in range(L)],
+        figs[key] = show_heatmaps(w, _("keys"), _("queries"),
+                                  titles=[_("head {i}").format(i=i + 1) for i in range(H)],
+                                  row_titles=[_("layer {i}").format(i=i + 1) for i in range(L)],
                                   xticklabels=xt, yticklabels=yt)  # fmt: skip
     causal_leak = float(maps.decoder_self.triu(1).abs().max())
     with torch.no_grad():
@@ -274,7 +283,7 @@ def transformer(*, small: bool = False, seed: int = 0) -> TopicResult:
         memory = torch.zeros(1, 1, model.decoder.num_hiddens)
         tokens = [bos]
         state = model.decoder.init_state(memory, torch.tensor([0]))
-        for _ in range(5):
+        for _step in range(5):
             logits, state = model.decoder(torch.tensor([[tokens[-1]]]), state)
             tokens.append(int(logits[0, -1].argmax()))
     lm_text = " ".join(data.tgt_vocab.to_tokens(tokens[1:]))
@@ -291,25 +300,29 @@ def transformer(*, small: bool = False, seed: int = 0) -> TopicResult:
         "decoder_alone_perplexity": lm,
         "encoder_alone_features": enc,
     }
-    finding = (
-        f"Trained Transformer (val BLEU {values['val_bleu']:.1f}): '{sentence}' -> "
-        f"'{maps.translation}'; encoder self-attention {values['encoder_self_shape']} "
-        f"(layers, heads, S, S), cross {values['cross_shape']}; decoder self-attention puts "
-        f"{causal_leak:.1e} weight on future positions. The encoder alone maps the sentence to "
-        f"features {values['encoder_features_shape']}, one contextual vector per word: over "
-        f"{enc['words']} words seen twice or more in {enc['sentences']} sentences, the nearest "
-        f"word centroid (leaving the vector out of its own) names the word for "
-        f"{enc['recovered']:.0%} of {enc['vectors']} vectors (chance {1 / enc['words']:.0%}), "
-        f"while the same word's vectors differ across sentences (mean 1 - cosine "
-        f"{enc['context_spread']:.2f}; an embedding lookup gives 0). The decoder alone, with "
-        f"no encoder memory, runs as a causal language model ('{lm_text}'): perplexity "
-        f"{lm['real']:.1f} on {lm['sentences']} validation French sentences against "
-        f"{lm['shuffled']:.1f} on the same words shuffled: it has learned French word order"
-        + (
-            f", and beats uniform guesses over the vocabulary ({lm['uniform']})."
-            if lm["real"] < lm["uniform"]
-            else f"; but it is worse than uniform guesses over the vocabulary ({lm['uniform']}): "
-            "trained to lean on the encoder, it is not a calibrated language model alone."
-        )
-    )
+    finding = _(
+        "Trained Transformer (val BLEU {bleu:.1f}): '{sentence}' -> '{translation}'; encoder "
+        "self-attention {encoder_shape} (layers, heads, S, S), cross {cross_shape}; decoder "
+        "self-attention puts {leak:.1e} weight on future positions. The encoder alone maps the "
+        "sentence to features {features_shape}, one contextual vector per word: over {words} "
+        "words seen twice or more in {enc_sentences} sentences, the nearest word centroid "
+        "(leaving the vector out of its own) names the word for {recovered:.0%} of {vectors} "
+        "vectors (chance {chance:.0%}), while the same word's vectors differ across sentences "
+        "(mean 1 - cosine {spread:.2f}; an embedding lookup gives 0). The decoder alone, with no "
+        "encoder memory, runs as a causal language model ('{lm_text}'): perplexity {real:.1f} on "
+        "{lm_sentences} validation French sentences against {shuffled:.1f} on the same words "
+        "shuffled: it has learned French word order"
+    ).format(
+        bleu=values["val_bleu"], sentence=sentence, translation=maps.translation,
+        encoder_shape=values["encoder_self_shape"], cross_shape=values["cross_shape"],
+        leak=causal_leak, features_shape=values["encoder_features_shape"], words=enc["words"],
+        enc_sentences=enc["sentences"], recovered=enc["recovered"], vectors=enc["vectors"],
+        chance=1 / enc["words"], spread=enc["context_spread"], lm_text=lm_text, real=lm["real"],
+        lm_sentences=lm["sentences"], shuffled=lm["shuffled"],
+    ) + (
+        _(", and beats uniform guesses over the vocabulary ({uniform}).")
+        if lm["real"] < lm["uniform"]
+        else _("; but it is worse than uniform guesses over the vocabulary ({uniform}): trained "
+               "to lean on the encoder, it is not a calibrated language model alone.")
+    ).format(uniform=lm["uniform"])  # fmt: skip
     return TopicResult("transformer", finding, values, figs)
