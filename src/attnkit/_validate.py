@@ -20,6 +20,8 @@ import numbers
 from collections.abc import Iterable
 from typing import Any
 
+from attnkit.i18n import N_, _
+
 __all__ = [
     "boolean",
     "check_qkv",
@@ -46,24 +48,36 @@ def integer(
     """``value`` as an int in ``[minimum, maximum]`` (either bound may be None)."""
     expected = _int_range(minimum, maximum)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be {expected}, got {value!r} ({_type_name(value)})")
+        raise _wrong_type(name, expected, value)
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise ValueError(f"{name} must be {expected}, got {value!r}")
+        raise _wrong_value(name, expected, value)
     return int(value)
+
+
+def _wrong_type(name: str, expected: str, value: object) -> TypeError:
+    message = _("{name} must be {expected}, got {value!r} ({type})")
+    return TypeError(
+        message.format(name=name, expected=expected, value=value, type=_type_name(value))
+    )
+
+
+def _wrong_value(name: str, expected: str, value: object) -> ValueError:
+    message = _("{name} must be {expected}, got {value!r}")
+    return ValueError(message.format(name=name, expected=expected, value=value))
 
 
 def _int_range(minimum: int | None, maximum: int | None) -> str:
     if minimum == 1 and maximum is None:
-        return "a positive int"
+        return _("a positive int")
     if minimum == 0 and maximum is None:
-        return "a non-negative int"
+        return _("a non-negative int")
     if minimum is not None and maximum is not None:
-        return f"an int in [{minimum}, {maximum}]"
+        return _("an int in [{minimum}, {maximum}]").format(minimum=minimum, maximum=maximum)
     if minimum is not None:
-        return f"an int >= {minimum}"
+        return _("an int >= {minimum}").format(minimum=minimum)
     if maximum is not None:
-        return f"an int <= {maximum}"
-    return "an int"
+        return _("an int <= {maximum}").format(maximum=maximum)
+    return _("an int")
 
 
 def positive_int(name: str, value: object) -> int:
@@ -79,11 +93,11 @@ def non_negative_int(name: str, value: object) -> int:
 def index(name: str, value: object, size: int) -> int:
     """``value`` as an int in ``[0, size)``: a position among ``size`` (a rank among
     ``world_size`` processes)."""
-    expected = f"an int in [0, {size})"
+    expected = _("an int in [0, {size})").format(size=size)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be {expected}, got {value!r} ({_type_name(value)})")
+        raise _wrong_type(name, expected, value)
     if not 0 <= value < size:
-        raise ValueError(f"{name} must be {expected}, got {value!r}")
+        raise _wrong_value(name, expected, value)
     return int(value)
 
 
@@ -99,16 +113,23 @@ def real(
 ) -> float:
     """``value`` as a finite float, strictly ``above``/``below`` or inclusively
     ``at_least``/``at_most`` the given bounds. ``expected`` words the requirement in
-    messages (default: built from the bounds)."""
+    messages (default: built from the bounds; a caller's English marked with ``N_`` is
+    shown in the language in force)."""
     if expected is None:
         parts = [f"> {above:g}" if above is not None else None]
         parts += [f">= {at_least:g}" if at_least is not None else None]
         parts += [f"< {below:g}" if below is not None else None]
         parts += [f"<= {at_most:g}" if at_most is not None else None]
-        bounds = " and ".join(p for p in parts if p)
-        expected = f"a finite number {bounds}".rstrip()
+        bounds = ""
+        for part in filter(None, parts):
+            bounds = _("{first} and {second}").format(first=bounds, second=part) if bounds else part
+        expected = (
+            _("a finite number {bounds}").format(bounds=bounds) if bounds else _("a finite number")
+        )
+    else:
+        expected = _(expected)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be {expected}, got {value!r} ({_type_name(value)})")
+        raise _wrong_type(name, expected, value)
     x = float(value)
     if (
         not math.isfinite(x)
@@ -117,33 +138,35 @@ def real(
         or (below is not None and not x < below)
         or (at_most is not None and not x <= at_most)
     ):
-        raise ValueError(f"{name} must be {expected}, got {value!r}")
+        raise _wrong_value(name, expected, value)
     return x
 
 
 def positive_number(name: str, value: object) -> float:
     """``value`` as a finite float > 0."""
-    return real(name, value, above=0.0, expected="a positive finite number")
+    return real(name, value, above=0.0, expected=N_("a positive finite number"))
 
 
 def non_negative_number(name: str, value: object) -> float:
     """``value`` as a finite float >= 0."""
-    return real(name, value, at_least=0.0, expected="a finite number >= 0")
+    return real(name, value, at_least=0.0, expected=N_("a finite number >= 0"))
 
 
 def probability(name: str, value: object) -> float:
     """``value`` as a float if it is a dropout probability in [0, 1)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a float in [0, 1), got {value!r} ({_type_name(value)})")
+        raise _wrong_type(name, _("a float in [0, 1)"), value)
     if not 0.0 <= float(value) < 1.0:
-        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+        raise ValueError(
+            _("{name} must be in [0, 1), got {value!r}").format(name=name, value=value)
+        )
     return float(value)
 
 
 def boolean(name: str, value: object) -> bool:
     """``value`` if it is a bool (not 0/1, not a string)."""
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {value!r} ({_type_name(value)})")
+        raise _wrong_type(name, _("a bool"), value)
     return value
 
 
@@ -152,7 +175,8 @@ def one_of(name: str, value: object, choices: Iterable[Any]) -> Any:
     choices = tuple(choices)
     if value not in choices:
         listed = ", ".join(repr(c) for c in choices)
-        raise ValueError(f"{name} must be one of {listed}, got {value!r}")
+        message = _("{name} must be one of {listed}, got {value!r}")
+        raise ValueError(message.format(name=name, listed=listed, value=value))
     return value
 
 
@@ -172,25 +196,26 @@ def check_qkv(queries: Any, keys: Any, values: Any, *, same_width: bool) -> None
 
     for arg, t in (("queries", queries), ("keys", keys), ("values", values)):
         if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{arg} must be a torch.Tensor, got {_type_name(t)}")
+            message = _("{arg} must be a torch.Tensor, got {type}")
+            raise TypeError(message.format(arg=arg, type=_type_name(t)))
         if t.dim() != 3:
-            raise ValueError(f"{arg} must be 3-D (B, T, D), got shape {tuple(t.shape)}")
+            message = _("{arg} must be 3-D (B, T, D), got shape {shape}")
+            raise ValueError(message.format(arg=arg, shape=tuple(t.shape)))
         if not t.is_floating_point():
-            raise TypeError(f"{arg} must be a floating-point tensor, got {t.dtype}")
+            message = _("{arg} must be a floating-point tensor, got {dtype}")
+            raise TypeError(message.format(arg=arg, dtype=t.dtype))
     if not queries.shape[0] == keys.shape[0] == values.shape[0]:
-        raise ValueError(
-            "queries, keys and values must share the batch size, got "
-            f"{queries.shape[0]}, {keys.shape[0]} and {values.shape[0]}"
-        )
+        message = _("queries, keys and values must share the batch size, got {q}, {k} and {v}")
+        raise ValueError(message.format(q=queries.shape[0], k=keys.shape[0], v=values.shape[0]))
     if keys.shape[1] != values.shape[1]:
-        raise ValueError(
-            f"keys and values must have the same length K, got {keys.shape[1]} and {values.shape[1]}"
-        )
+        message = _("keys and values must have the same length K, got {k} and {v}")
+        raise ValueError(message.format(k=keys.shape[1], v=values.shape[1]))
     if same_width and queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(
+        message = _(
             "dot-product attention needs queries and keys of the same width D, got "
-            f"queries (..., {queries.shape[-1]}) and keys (..., {keys.shape[-1]})"
+            "queries (..., {q}) and keys (..., {k})"
         )
+        raise ValueError(message.format(q=queries.shape[-1], k=keys.shape[-1]))
 
 
 def token_ids(name: str, value: Any) -> Any:
@@ -200,8 +225,8 @@ def token_ids(name: str, value: Any) -> Any:
 
     ids = torch.as_tensor(value)
     if ids.dim() != 1 or ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(
-            f"{name} must be token ids, a 1-D integer tensor (N,), got {ids.dtype} of "
-            f"shape {tuple(ids.shape)}"
+        message = _(
+            "{name} must be token ids, a 1-D integer tensor (N,), got {dtype} of shape {shape}"
         )
+        raise TypeError(message.format(name=name, dtype=ids.dtype, shape=tuple(ids.shape)))
     return ids.long()

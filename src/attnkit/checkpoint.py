@@ -45,6 +45,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from attnkit.i18n import N_, _
+
 __all__ = [
     "CONFIG_NAME",
     "Checkpoint",
@@ -63,8 +65,8 @@ CONFIG_NAME = "config.json"
 FORMAT = "attnkit-checkpoint"
 VERSION = 2  # 2: a "task" field; 1 (translators only) still loads
 TASK_NAMES = {
-    "translation": "a translator checkpoint (from `attnkit translate train` or `attnkit demo`)",
-    "lm": "a language-model checkpoint (from `attnkit lm train`)",
+    "translation": N_("a translator checkpoint (from `attnkit translate train` or `attnkit demo`)"),
+    "lm": N_("a language-model checkpoint (from `attnkit lm train`)"),
 }
 
 
@@ -102,8 +104,9 @@ def check_writable(directory: str | os.PathLike) -> Path:
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
+        message = _("cannot write checkpoints in {directory}: {reason}; choose a writable --out")
         raise CheckpointWriteError(
-            f"cannot write checkpoints in {directory}: {e.strerror or e}; choose a writable --out"
+            message.format(directory=directory, reason=e.strerror or e)
         ) from None
     return directory
 
@@ -163,7 +166,7 @@ def save_checkpoint(
     only tensors, numbers, strings, None and lists/tuples/dicts of them.
     """
     if not isinstance(config, dict):
-        raise TypeError(f"config must be a dict, got {type(config).__name__}")
+        raise TypeError(_("config must be a dict, got {type}").format(type=type(config).__name__))
     directory = Path(directory)
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -195,11 +198,12 @@ def save_checkpoint(
         named.append(lm_tokenizer["file"])
     missing = [name for name in named if previous and not (directory / name).is_file()]
     if missing:
-        raise CheckpointWriteError(
-            f"could not save the checkpoint in {directory}: {', '.join(missing)} was removed "
-            "under the running job (the checkpoint would not load without it); nothing was "
-            "written. Restore the file, or train into a new --out"
+        message = _(
+            "could not save the checkpoint in {directory}: {missing} was removed "
+            "under the running job (the checkpoint would not load without it); "
+            "nothing was written. Restore the file, or train into a new --out"
         )
+        raise CheckpointWriteError(message.format(directory=directory, missing=", ".join(missing)))
     try:
         for key, data in payloads.items():
             _atomic_write_bytes(directory / files[key], data)
@@ -236,44 +240,60 @@ def read_checkpoint_config(
     ValueError that names both.
     """
     if task is not None and not isinstance(task, str):  # a Task's name: any str
-        raise TypeError(f"task must be a task's name (str) or None, got {type(task).__name__}")
+        message = _("task must be a task's name (str) or None, got {type}")
+        raise TypeError(message.format(type=type(task).__name__))
     directory = Path(directory)
     if not directory.is_dir():
-        raise FileNotFoundError(f"no checkpoint at {directory}: not a directory")
+        message = _("no checkpoint at {directory}: not a directory")
+        raise FileNotFoundError(message.format(directory=directory))
     cfg_path = directory / CONFIG_NAME
     if not cfg_path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {directory}: {CONFIG_NAME} is missing")
+        message = _("no checkpoint at {directory}: {config_name} is missing")
+        raise FileNotFoundError(message.format(directory=directory, config_name=CONFIG_NAME))
     try:
         config = json.loads(cfg_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"checkpoint {cfg_path} is corrupted (not valid JSON: {e})") from None
+        message = _("checkpoint {cfg_path} is corrupted (not valid JSON: {error})")
+        raise ValueError(message.format(cfg_path=cfg_path, error=e)) from None
     if isinstance(config, dict) and config.get("format") is None and "cell" in config:
-        raise ValueError(
-            f"{directory} is a language-model checkpoint of the layout before attnkit's "
-            'checkpoint format (model.pt, vocab.json, a config.json without "format"), '
-            "which attnkit does not read: train the model again with "
-            "`attnkit lm train --out DIR`"
+        message = _(
+            "{directory} is a language-model checkpoint of the layout before "
+            "attnkit's checkpoint format (model.pt, vocab.json, a config.json "
+            'without "format"), which attnkit does not read: train the model '
+            "again with `attnkit lm train --out DIR`"
         )
+        raise ValueError(message.format(directory=directory))
     if not isinstance(config, dict) or config.get("format") != FORMAT:
-        raise ValueError(f"{cfg_path} is not an attnkit checkpoint (format != {FORMAT!r})")
+        message = _("{cfg_path} is not an attnkit checkpoint (format != {format!r})")
+        raise ValueError(message.format(cfg_path=cfg_path, format=FORMAT))
     elif config.get("version") not in (1, VERSION):
+        message = _(
+            "checkpoint {directory} has format version {version!r}; this attnkit "
+            "reads versions 1 and {supported}: use a newer attnkit"
+        )
         raise ValueError(
-            f"checkpoint {directory} has format version {config.get('version')!r}; "
-            f"this attnkit reads versions 1 and {VERSION}: use a newer attnkit"
+            message.format(directory=directory, version=config.get("version"), supported=VERSION)
         )
     found = config.get("task", "translation")  # version 1 had translators only
     if task is not None and found != task:
-        what = TASK_NAMES.get(found, f"a {found!r} checkpoint")
-        raise ValueError(f"{directory} is {what}; this needs {TASK_NAMES.get(task, repr(task))}")
+        what = _(TASK_NAMES[found]) if found in TASK_NAMES else _("a {task!r} checkpoint")
+        needs = _(TASK_NAMES[task]) if task in TASK_NAMES else repr(task)
+        message = _("{directory} is {what}; this needs {needs}")
+        raise ValueError(
+            message.format(directory=directory, what=what.format(task=found), needs=needs)
+        )
     files, digests = config.get("files"), config.get("sha256")
     if not isinstance(files, dict) or "model" not in files or not isinstance(digests, dict):
-        raise ValueError(f"checkpoint {cfg_path} is corrupted (no 'files'/'sha256' entries)")
+        message = _("checkpoint {cfg_path} is corrupted (no 'files'/'sha256' entries)")
+        raise ValueError(message.format(cfg_path=cfg_path))
     for key, name in files.items():
         # plain file names inside the directory only: never a path from config.json
         if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
-            raise ValueError(f"checkpoint {cfg_path} is corrupted (bad file name {name!r})")
+            message = _("checkpoint {cfg_path} is corrupted (bad file name {name!r})")
+            raise ValueError(message.format(cfg_path=cfg_path, name=name))
         if not isinstance(digests.get(key), str):
-            raise ValueError(f"checkpoint {cfg_path} is corrupted (no sha256 for {key!r})")
+            message = _("checkpoint {cfg_path} is corrupted (no sha256 for {key!r})")
+            raise ValueError(message.format(cfg_path=cfg_path, key=key))
     return config
 
 
@@ -281,14 +301,17 @@ def _load_file(directory: Path, config: dict, key: str, map_location) -> Any:
     name = config["files"][key]
     path = directory / name
     if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {directory} is incomplete: {name} is missing")
+        message = _("checkpoint {directory} is incomplete: {name} is missing")
+        raise FileNotFoundError(message.format(directory=directory, name=name))
     data = path.read_bytes()
     if hashlib.sha256(data).hexdigest() != config["sha256"][key]:
-        raise ValueError(f"checkpoint file {path} is corrupted (sha256 does not match config.json)")
+        message = _("checkpoint file {path} is corrupted (sha256 does not match config.json)")
+        raise ValueError(message.format(path=path))
     try:
         return torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
     except Exception as e:  # unpickling errors of every kind
-        raise ValueError(f"could not load checkpoint file {path}: {e}") from None
+        message = _("could not load checkpoint file {path}: {error}")
+        raise ValueError(message.format(path=path, error=e)) from None
 
 
 def load_checkpoint(
@@ -355,7 +378,8 @@ def load_model_state(
         model.load_state_dict(state)
     except RuntimeError as e:
         first = str(e).splitlines()[0:3]
-        raise ValueError(
-            f"weights in {source} do not fit this model ({' '.join(first)}); "
-            "was it written for another arch or model config?"
-        ) from None
+        message = _(
+            "weights in {source} do not fit this model ({reason}); was it written "
+            "for another arch or model config?"
+        )
+        raise ValueError(message.format(source=source, reason=" ".join(first))) from None

@@ -24,6 +24,8 @@ import ctypes
 import os
 import sys
 
+from attnkit.i18n import _
+
 __all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "keep_freed_memory"]
 
 MMAP_THRESHOLD = 32 << 20  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit systems
@@ -54,7 +56,8 @@ def keep_freed_memory() -> bool:
     global _done
     choice = os.environ.get("ATTNKIT_MALLOC", "tuned")
     if choice not in ("tuned", "default"):
-        raise ValueError(f"ATTNKIT_MALLOC must be 'tuned' or 'default', got {choice!r}")
+        message = _("ATTNKIT_MALLOC must be 'tuned' or 'default', got {choice!r}")
+        raise ValueError(message.format(choice=choice))
     if choice == "default":
         return False
     if _done is None:

@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 
 from attnkit._validate import positive_int
+from attnkit.i18n import _
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -39,11 +40,11 @@ def world_from_env() -> tuple[int, int, int]:
         rank = int(os.environ.get("RANK", "0"))
         local = int(os.environ.get("LOCAL_RANK", "0"))
     except ValueError as e:
-        raise ValueError(
-            f"malformed torchrun environment (RANK/WORLD_SIZE/LOCAL_RANK): {e}"
-        ) from None
+        message = _("malformed torchrun environment (RANK/WORLD_SIZE/LOCAL_RANK): {error}")
+        raise ValueError(message.format(error=e)) from None
     if world < 1 or not 0 <= rank < world:
-        raise ValueError(f"RANK={rank} and WORLD_SIZE={world} are inconsistent")
+        message = _("RANK={rank} and WORLD_SIZE={world} are inconsistent")
+        raise ValueError(message.format(rank=rank, world=world))
     return rank, world, local
 
 
@@ -65,7 +66,7 @@ def init_from_env(
     if world == 1 or (dist.is_available() and dist.is_initialized()):
         return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
     if not dist.is_available():
-        raise RuntimeError("torch.distributed is not available in this PyTorch build")
+        raise RuntimeError(_("torch.distributed is not available in this PyTorch build"))
     if timeout_s is None:
         timeout_s = float(os.environ.get("ATTNKIT_DIST_TIMEOUT", DEFAULT_TIMEOUT_S))
     if backend is None:
@@ -111,7 +112,7 @@ def launch(nproc: int, argv: list[str], module: str | None = "attnkit", nnodes: 
     try:
         run(args)
     except Exception as e:  # torch.distributed.elastic ChildFailedError and friends
-        print(f"attnkit: distributed run failed: {e}", file=sys.stderr)
+        print(_("attnkit: distributed run failed: {error}").format(error=e), file=sys.stderr)
         return 1
     finally:  # torchrun's agent installs its own handlers and leaves them behind
         if threading.current_thread() is threading.main_thread():

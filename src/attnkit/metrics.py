@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 
 from attnkit._validate import one_of, positive_int
+from attnkit.i18n import _
 
 __all__ = [
     "bleu",
@@ -40,9 +41,9 @@ def bleu(pred_seq: str, label_seq: str, k: int) -> float:
     empty prediction included), the book divides by zero; this returns 0.0 instead.
     """
     if not isinstance(pred_seq, str) or not isinstance(label_seq, str):
+        message = _("pred_seq and label_seq must be str, got {pred_type} and {label_type}")
         raise TypeError(
-            f"pred_seq and label_seq must be str, got {type(pred_seq).__name__} "
-            f"and {type(label_seq).__name__}"
+            message.format(pred_type=type(pred_seq).__name__, label_type=type(label_seq).__name__)
         )
     positive_int("k", k)
     pred_tokens, label_tokens = pred_seq.split(" "), label_seq.split(" ")
@@ -68,11 +69,10 @@ def bleu(pred_seq: str, label_seq: str, k: int) -> float:
 
 def _check_corpus(hyps: Sequence[str], refs: Sequence[str]) -> None:
     if isinstance(hyps, str) or isinstance(refs, str):
-        raise TypeError("hyps and refs must be sequences of sentences, not a single str")
+        raise TypeError(_("hyps and refs must be sequences of sentences, not a single str"))
     if len(hyps) != len(refs):
-        raise ValueError(
-            f"hyps and refs must have the same length, got {len(hyps)} and {len(refs)}"
-        )
+        message = _("hyps and refs must have the same length, got {hyps} and {refs}")
+        raise ValueError(message.format(hyps=len(hyps), refs=len(refs)))
 
 
 @functools.cache
@@ -117,7 +117,8 @@ def bleu_stats(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "none")
 def bleu_from_stats(stats: Sequence[int | float]) -> float:
     """Corpus BLEU (0-100, sacrebleu's default exponential smoothing) from ``bleu_stats``."""
     if len(stats) != 10:
-        raise ValueError(f"stats must have 10 numbers (see bleu_stats), got {len(stats)}")
+        message = _("stats must have 10 numbers (see bleu_stats), got {count}")
+        raise ValueError(message.format(count=len(stats)))
     s = [int(x) for x in stats]
     if s[8] == 0:
         return 0.0
@@ -144,9 +145,11 @@ def perplexity(nll: float, num_tokens: float | None = None) -> float:
     guess over V tokens. ``nll`` is that mean, or with ``num_tokens`` a total over them."""
     if num_tokens is not None:
         if not num_tokens > 0:
-            raise ValueError(f"num_tokens must be positive, got {num_tokens}")
+            message = _("num_tokens must be positive, got {num_tokens}")
+            raise ValueError(message.format(num_tokens=num_tokens))
         nll = float(nll) / float(num_tokens)
     mean_nll = float(nll)
     if math.isnan(mean_nll) or mean_nll < 0:
-        raise ValueError(f"mean_nll must be a non-negative number, got {mean_nll}")
+        message = _("mean_nll must be a non-negative number, got {mean_nll}")
+        raise ValueError(message.format(mean_nll=mean_nll))
     return math.exp(min(mean_nll, 700.0))

@@ -26,6 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit._validate import positive_int
+from attnkit.i18n import _
 
 __all__ = ["ALiBi", "alibi_bias", "alibi_slopes"]
 
@@ -56,10 +57,11 @@ def alibi_bias(
     num_queries = positive_int("num_queries", num_queries)
     num_keys = positive_int("num_keys", num_keys)
     if num_keys < num_queries:
-        raise ValueError(
-            f"alibi_bias needs num_keys >= num_queries (the queries are the last Q keys), "
-            f"got {num_queries} and {num_keys}"
+        message = _(
+            "alibi_bias needs num_keys >= num_queries (the queries are the last Q "
+            "keys), got {num_queries} and {num_keys}"
         )
+        raise ValueError(message.format(num_queries=num_queries, num_keys=num_keys))
     wide = torch.float64 if dtype == torch.float64 else torch.float32
     i = torch.arange(num_keys - num_queries, num_keys, device=device, dtype=wide)  # (Q,)
     j = torch.arange(num_keys, device=device, dtype=wide)  # (K,)
@@ -121,10 +123,11 @@ class ALiBi(nn.Module):
             -m_h |i - j|, with the future at ``finfo(dtype).min`` when ``causal``.
         """
         if not 1 <= num_queries <= num_keys:
-            raise ValueError(
-                f"ALiBi needs 1 <= num_queries <= num_keys (the queries are the last Q keys), "
-                f"got {num_queries} and {num_keys}"
+            message = _(
+                "ALiBi needs 1 <= num_queries <= num_keys (the queries are the last Q "
+                "keys), got {num_queries} and {num_keys}"
             )
+            raise ValueError(message.format(num_queries=num_queries, num_keys=num_keys))
         size = max(64, 1 << (num_keys - 1).bit_length())  # the power of two >= K
         table = _bias_table(self.num_heads, size, causal, dtype, torch.device(device))
         return table[:, :, num_keys - num_queries : num_keys, :num_keys]  # (1, H, Q, K)

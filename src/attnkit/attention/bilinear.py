@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from attnkit._validate import check_qkv, positive_int, probability
 from attnkit.attention.masking import masked_softmax
 from attnkit.attention.recording import note_weights
+from attnkit.i18n import _
 
 __all__ = ["BilinearAttention"]
 
@@ -60,11 +61,11 @@ class BilinearAttention(nn.Module):
     ) -> Tensor | tuple[Tensor, Tensor]:  # (B, Q, Dv), and weights (B, Q, K)
         check_qkv(queries, keys, values, same_width=False)
         if queries.shape[-1] != self.query_size:
-            raise ValueError(
-                f"queries must be (B, Q, {self.query_size}), got {tuple(queries.shape)}"
-            )
+            message = _("queries must be (B, Q, {query_size}), got {shape}")
+            raise ValueError(message.format(query_size=self.query_size, shape=tuple(queries.shape)))
         if keys.shape[-1] != self.key_size:
-            raise ValueError(f"keys must be (B, K, {self.key_size}), got {tuple(keys.shape)}")
+            message = _("keys must be (B, K, {key_size}), got {shape}")
+            raise ValueError(message.format(key_size=self.key_size, shape=tuple(keys.shape)))
         weights = masked_softmax(self.scores(queries, keys), valid_lens)
         self.attention_weights = weights
         note_weights(self, weights)  # into this thread's record_attention() block

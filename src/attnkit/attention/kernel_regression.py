@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit._validate import integer
+from attnkit.i18n import _
 
 __all__ = [
     "NWData",
@@ -49,19 +50,17 @@ class NadarayaWatson(nn.Module):
         values: Tensor,  # same shape as keys
     ) -> Tensor:  # (Q,)
         if queries.dim() != 1:
-            raise ValueError(f"queries must be 1-D (Q,), got shape {tuple(queries.shape)}")
+            message = _("queries must be 1-D (Q,), got shape {shape}")
+            raise ValueError(message.format(shape=tuple(queries.shape)))
         if keys.shape != values.shape:
-            raise ValueError(
-                f"keys and values must have the same shape, got {tuple(keys.shape)} "
-                f"and {tuple(values.shape)}"
-            )
+            message = _("keys and values must have the same shape, got {keys} and {values}")
+            raise ValueError(message.format(keys=tuple(keys.shape), values=tuple(values.shape)))
         if keys.dim() == 1:
             keys = keys.expand(queries.shape[0], -1)  # (Q, K)
             values = values.expand(queries.shape[0], -1)
         elif keys.dim() != 2 or keys.shape[0] != queries.shape[0]:
-            raise ValueError(
-                f"keys must be (K,) or (Q, K) with Q = {queries.shape[0]}, got {tuple(keys.shape)}"
-            )
+            message = _("keys must be (K,) or (Q, K) with Q = {q}, got {keys}")
+            raise ValueError(message.format(q=queries.shape[0], keys=tuple(keys.shape)))
         scores = -(((queries.unsqueeze(1) - keys) * self.w) ** 2) / 2  # (Q, K)
         self.attention_weights = torch.softmax(scores, dim=1)
         return (self.attention_weights * values).sum(dim=1)
@@ -116,7 +115,7 @@ def fit_nadaraya_watson(
     keys, values = leave_one_out(data.x_train), leave_one_out(data.y_train)  # (n, n-1)
     opt = torch.optim.SGD(net.parameters(), lr=lr)
     losses = []
-    for _ in range(epochs):
+    for _epoch in range(epochs):
         opt.zero_grad()
         loss = ((net(data.x_train, keys, values) - data.y_train) ** 2).sum()  # as MSELoss
         loss.backward()

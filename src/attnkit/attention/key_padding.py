@@ -24,6 +24,7 @@ from torch import Tensor
 from torch.autograd.function import FunctionCtx, once_differentiable
 
 from attnkit.attention.masking import check_valid_lens
+from attnkit.i18n import _
 
 __all__ = ["MIN_KEYS", "MIN_QUERIES", "available", "key_padded_attention"]
 
@@ -105,13 +106,12 @@ def key_padded_attention(
     rounding) and has the same gradients; padded keys/values get zero gradient.
     """
     if not available(q):
-        raise ValueError(
-            f"key_padded_attention needs float32/float64 CPU tensors, got {q.dtype} on {q.device}"
+        message = _(
+            "key_padded_attention needs float32/float64 CPU tensors, got {dtype} on {device}"
         )
+        raise ValueError(message.format(dtype=q.dtype, device=q.device))
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
-        raise ValueError(
-            "q, k, v must be (B, H, T, Dh), got shapes "
-            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
-        )
+        message = _("q, k, v must be (B, H, T, Dh), got shapes {q}, {k}, {v}")
+        raise ValueError(message.format(q=tuple(q.shape), k=tuple(k.shape), v=tuple(v.shape)))
     check_valid_lens(lens, k.shape[0], q.shape[2], k.shape[2], name="lens", per_query=False)
     return _KeyPaddedAttention.apply(q, k, v, lens.tolist())

@@ -35,6 +35,7 @@ import torch
 from torch import Tensor
 
 from attnkit._validate import boolean, optional, positive_int
+from attnkit.i18n import _
 
 __all__ = ["KVCache"]
 
@@ -53,19 +54,17 @@ class KVCache:
         capacity: int | None = None,
     ) -> None:
         if (keys is None) != (values is None):
-            raise ValueError("KVCache needs both keys and values, or neither")
+            raise ValueError(_("KVCache needs both keys and values, or neither"))
         if keys is not None:
             _check_heads("keys", keys)
             _check_heads("values", values)
             if keys.shape[:3] != values.shape[:3]:
-                raise ValueError(
-                    "keys and values must share (B, H, T), got "
-                    f"{tuple(keys.shape)} and {tuple(values.shape)}"
-                )
+                message = _("keys and values must share (B, H, T), got {keys} and {values}")
+                raise ValueError(message.format(keys=tuple(keys.shape), values=tuple(values.shape)))
         self.keys, self.values, self.static = keys, values, boolean("static", static)
         self.capacity = optional(positive_int, "capacity", capacity)
         if self.capacity is not None and self.static:
-            raise ValueError("capacity is for appending caches: a static cache holds one memory")
+            raise ValueError(_("capacity is for appending caches: a static cache holds one memory"))
         self._room: _Room | None = None  # the preallocated buffers (with capacity)
 
     def __len__(self) -> int:
@@ -88,9 +87,12 @@ class KVCache:
             held = tuple(self.keys.shape[:2]) + tuple(self.keys.shape[3:])
             new = tuple(keys.shape[:2]) + tuple(keys.shape[3:])
             if held != new:
+                message = _(
+                    "the cache holds (B, H, *, Dh) = {cached}, and the new keys {keys} do "
+                    "not match it"
+                )
                 raise ValueError(
-                    f"the cache holds (B, H, *, Dh) = {tuple(self.keys.shape)}, and the new "
-                    f"keys {tuple(keys.shape)} do not match it"
+                    message.format(cached=tuple(self.keys.shape), keys=tuple(keys.shape))
                 )
         if self.capacity is not None and not _tracked(keys, values):
             return self._write(keys, values)  # in place, into the preallocated buffers
@@ -174,9 +176,8 @@ class _Room:
 
 def _check_heads(name: str, X) -> None:
     if not isinstance(X, Tensor) or X.dim() != 4:
-        raise ValueError(
-            f"{name} must be a (B, H, T, Dh) tensor, got {getattr(X, 'shape', type(X).__name__)}"
-        )
+        message = _("{name} must be a (B, H, T, Dh) tensor, got {got}")
+        raise ValueError(message.format(name=name, got=getattr(X, "shape", type(X).__name__)))
 
 
 def _tracked(keys: Tensor, values: Tensor) -> bool:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from attnkit.i18n import _
+
 __all__ = [
     "as_mask",
     "attention_mask",
@@ -37,9 +39,8 @@ def check_valid_lens(
     With ``per_query=False`` only key lengths (B,) are accepted.
     """
     if not isinstance(valid_lens, Tensor):
-        raise TypeError(
-            f"{name} must be a torch.Tensor of integers, got {type(valid_lens).__name__}"
-        )
+        message = _("{name} must be a torch.Tensor of integers, got {type}")
+        raise TypeError(message.format(name=name, type=type(valid_lens).__name__))
     if valid_lens.dtype == torch.bool or valid_lens.is_floating_point() or valid_lens.is_complex():
         hint = "; a boolean mask (True = attend) is accepted as valid_lens itself"
         raise TypeError(
@@ -53,18 +54,26 @@ def check_valid_lens(
     else:
         expected = ()
     if not per_query and tuple(valid_lens.shape) != (batch,):
-        raise ValueError(f"{name} must have shape (B,) = ({batch},), got {tuple(valid_lens.shape)}")
+        message = _("{name} must have shape (B,) = ({batch},), got {shape}")
+        raise ValueError(message.format(name=name, batch=batch, shape=tuple(valid_lens.shape)))
     if tuple(valid_lens.shape) != expected:
+        message = _(
+            "{name} must have shape (B,) = ({batch},) or (B, Q) = ({batch}, "
+            "{num_queries}), got {shape}"
+        )
         raise ValueError(
-            f"{name} must have shape (B,) = ({batch},) or (B, Q) = ({batch}, {num_queries}), "
-            f"got {tuple(valid_lens.shape)}"
+            message.format(
+                name=name, batch=batch, num_queries=num_queries, shape=tuple(valid_lens.shape)
+            )
         )
     if valid_lens.numel():
         lo, hi = torch.stack(torch.aminmax(valid_lens)).tolist()  # one host sync
         if lo < 0 or hi > num_keys:
-            raise ValueError(
-                f"{name} must lie in [0, {num_keys}] (the number of keys), got values in [{lo}, {hi}]"
+            message = _(
+                "{name} must lie in [0, {num_keys}] (the number of keys), got values "
+                "in [{lo}, {hi}]"
             )
+            raise ValueError(message.format(name=name, num_keys=num_keys, lo=lo, hi=hi))
 
 
 def lengths_to_mask(valid_lens: Tensor, num_keys: int) -> Tensor:
@@ -79,7 +88,8 @@ def sequence_mask(X: Tensor, valid_len: Tensor, value: float = 0) -> Tensor:
     Unlike the book's version this does not modify ``X`` in place.
     """
     if X.dim() < 2:
-        raise ValueError(f"X must have at least 2 dims (B, T, ...), got shape {tuple(X.shape)}")
+        message = _("X must have at least 2 dims (B, T, ...), got shape {shape}")
+        raise ValueError(message.format(shape=tuple(X.shape)))
     B, T = X.shape[:2]
     if not isinstance(valid_len, Tensor):
         valid_len = torch.as_tensor(valid_len, device=X.device)
@@ -97,9 +107,10 @@ def causal_mask(num_queries: int, num_keys: int | None = None, device=None) -> T
     """
     num_keys = num_queries if num_keys is None else num_keys
     if num_queries < 0 or num_keys < num_queries:
-        raise ValueError(
-            f"causal_mask needs 0 <= num_queries <= num_keys, got {num_queries} and {num_keys}"
+        message = _(
+            "causal_mask needs 0 <= num_queries <= num_keys, got {num_queries} and {num_keys}"
         )
+        raise ValueError(message.format(num_queries=num_queries, num_keys=num_keys))
     q = torch.arange(num_queries, device=device).unsqueeze(-1) + (num_keys - num_queries)
     return torch.arange(num_keys, device=device) <= q
 
@@ -134,10 +145,11 @@ def attention_mask(
     """
     mask = None
     if valid_lens is not None and not isinstance(valid_lens, Tensor):
-        raise TypeError(
-            f"{name} must be None, a tensor of lengths (B,) or (B, Q), or a boolean mask "
-            f"(a torch.Tensor), got {type(valid_lens).__name__}"
+        message = _(
+            "{name} must be None, a tensor of lengths (B,) or (B, Q), or a boolean "
+            "mask (a torch.Tensor), got {type}"
         )
+        raise TypeError(message.format(name=name, type=type(valid_lens).__name__))
     target = (batch, num_queries, num_keys)
     if num_heads is not None:
         target = (batch, num_heads, num_queries, num_keys)
@@ -146,9 +158,15 @@ def attention_mask(
         if num_heads is not None and mask.dim() == 3:  # (B, Q, K) -> (B, 1, Q, K)
             mask = mask.unsqueeze(1)
         if not _broadcastable(mask.shape, target):
+            message = _(
+                "boolean mask {name} of shape {shape} does not broadcast to (B, Q, K) = {expected}"
+            )
             raise ValueError(
-                f"boolean mask {name} of shape {tuple(valid_lens.shape)} does not broadcast to "
-                f"(B, Q, K) = {(batch, num_queries, num_keys)}"
+                message.format(
+                    name=name,
+                    shape=tuple(valid_lens.shape),
+                    expected=(batch, num_queries, num_keys),
+                )
             )
     elif valid_lens is not None:
         check_valid_lens(valid_lens, batch, num_queries, num_keys, name, per_query)
@@ -181,13 +199,16 @@ def as_mask(scores_shape: tuple[int, ...], valid_lens: Tensor | None, device=Non
     shape = tuple(scores_shape)
     if isinstance(valid_lens, Tensor) and valid_lens.dtype == torch.bool:
         if not _broadcastable(valid_lens.shape, shape):
-            raise ValueError(
-                f"boolean mask of shape {tuple(valid_lens.shape)} does not broadcast to "
-                f"scores of shape {shape}"
+            message = _(
+                "boolean mask of shape {shape} does not broadcast to scores of shape {scores_shape}"
             )
+            raise ValueError(message.format(shape=tuple(valid_lens.shape), scores_shape=shape))
         return valid_lens.to(device) if device is not None else valid_lens
     if len(shape) != 3:
-        raise ValueError(f"scores must be (B, Q, K) when valid_lens are lengths, got shape {shape}")
+        message = _(
+            "scores must be (B, Q, K) when valid_lens are lengths, got shape {scores_shape}"
+        )
+        raise ValueError(message.format(scores_shape=shape))
     return attention_mask(valid_lens, *shape, device=device)
 
 
@@ -204,7 +225,8 @@ def masked_softmax(X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
         no valid key is all zeros.
     """
     if not isinstance(X, Tensor) or not X.is_floating_point():
-        raise TypeError(f"X must be a floating-point tensor, got {getattr(X, 'dtype', type(X))}")
+        message = _("X must be a floating-point tensor, got {got}")
+        raise TypeError(message.format(got=getattr(X, "dtype", type(X))))
     mask = as_mask(X.shape, valid_lens, X.device)
     if mask is None:
         return torch.softmax(X, dim=-1)

@@ -57,6 +57,7 @@ from attnkit.attention.positional import IN_ATTENTION, check_positions
 from attnkit.attention.recording import note_weights, recording
 from attnkit.attention.rope import RotaryEmbedding, apply_rope
 from attnkit.attention.single_head import scaled_dot_product
+from attnkit.i18n import _
 
 __all__ = ["MultiHeadAttention"]
 
@@ -115,24 +116,25 @@ class MultiHeadAttention(nn.Module):
         num_heads = positive_int("num_heads", num_heads)
         num_kv_heads = optional(positive_int, "num_kv_heads", num_kv_heads) or num_heads
         if num_heads % num_kv_heads:
-            raise ValueError(
-                f"num_kv_heads ({num_kv_heads}) must divide num_heads ({num_heads}): each "
-                "key/value head serves a group of query heads"
+            message = _(
+                "num_kv_heads ({num_kv_heads}) must divide num_heads ({num_heads}): "
+                "each key/value head serves a group of query heads"
             )
+            raise ValueError(message.format(num_kv_heads=num_kv_heads, num_heads=num_heads))
         num_hiddens = positive_int("num_hiddens", num_hiddens)
         sizes = {"query_size": query_size, "key_size": key_size, "value_size": value_size}
         for name, size in sizes.items():
             sizes[name] = num_hiddens if size is None else positive_int(name, size)
         if num_hiddens % num_heads:
-            raise ValueError(
-                f"num_hiddens ({num_hiddens}) must be divisible by num_heads ({num_heads})"
-            )
+            message = _("num_hiddens ({num_hiddens}) must be divisible by num_heads ({num_heads})")
+            raise ValueError(message.format(num_hiddens=num_hiddens, num_heads=num_heads))
         same_width = len(set(sizes.values())) == 1
         fused_qkv = optional(boolean, "fused_qkv", fused_qkv)
         if fused_qkv is None:
             fused_qkv = same_width
         elif fused_qkv and not same_width:
-            raise ValueError(f"fused_qkv=True needs equal query, key and value sizes, got {sizes}")
+            message = _("fused_qkv=True needs equal query, key and value sizes, got {sizes}")
+            raise ValueError(message.format(sizes=sizes))
         self.num_heads, self.num_hiddens = num_heads, num_hiddens
         self.num_kv_heads = num_kv_heads
         self.head_dim = num_hiddens // num_heads  # Dh
@@ -142,9 +144,12 @@ class MultiHeadAttention(nn.Module):
         self.positions = check_positions("positions", positions)
         rope_base = positive_number("rope_base", rope_base)
         if self.positions == "rope" and self.head_dim % 2:
+            message = _(
+                "positions='rope' needs an even head width, got num_hiddens / "
+                "num_heads = {num_hiddens} / {num_heads} = {head_dim}"
+            )
             raise ValueError(
-                f"positions='rope' needs an even head width, got num_hiddens / num_heads = "
-                f"{num_hiddens} / {num_heads} = {self.head_dim}"
+                message.format(num_hiddens=num_hiddens, num_heads=num_heads, head_dim=self.head_dim)
             )
         # no parameters and no persistent buffers: the state dict stays plain attention's
         self.rope = RotaryEmbedding(self.head_dim, rope_base) if positions == "rope" else None
@@ -257,18 +262,19 @@ class MultiHeadAttention(nn.Module):
         """
         self._check_input("queries", queries, self.query_size)
         if keys is None and values is not None:
-            raise ValueError("values given without keys: pass keys too (or neither)")
+            raise ValueError(_("values given without keys: pass keys too (or neither)"))
         if cache is not None and not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
+            message = _("cache must be a KVCache or None, got {type}")
+            raise TypeError(message.format(type=type(cache).__name__))
         if keys is not None and self.positions in IN_ATTENTION:
-            raise ValueError(
-                f"positions={self.positions!r} is for self-attention, mha(X): queries and a "
+            message = _(
+                "positions={positions!r} is for self-attention, mha(X): queries and a "
                 "memory (keys) share no positions"
             )
+            raise ValueError(message.format(positions=self.positions))
         if position_ids is not None and self.rope is None:
-            raise ValueError(
-                f"position_ids are RoPE's; this layer has positions={self.positions!r}"
-            )
+            message = _("position_ids are RoPE's; this layer has positions={positions!r}")
+            raise ValueError(message.format(positions=self.positions))
         reuse = cache is not None and cache.static and cache.filled
         if keys is not None and not reuse:
             self._check_memory(queries, keys, values)
@@ -284,8 +290,9 @@ class MultiHeadAttention(nn.Module):
         if cache is not None:
             k, v = cache.update(k, v)  # a filled static cache returns its own
             if k.shape[0] != q.shape[0]:
-                raise ValueError(f"the cache holds {k.shape[0]} rows but the queries {q.shape[0]}")
-        B, _, Q, _ = q.shape
+                message = _("the cache holds {cached} rows but the queries {batch}")
+                raise ValueError(message.format(cached=k.shape[0], batch=q.shape[0]))
+        B, _heads, Q, _dh = q.shape
         want = need_weights or self.wants_weights()
         p = self.dropout if self.training else 0.0
         out, weights = self._attend(q, k, v, valid_lens, causal, want, p)  # (B, H, Q, Dh)
@@ -299,12 +306,13 @@ class MultiHeadAttention(nn.Module):
         Q = q.shape[2]
         if isinstance(positions, Tensor):
             if positions.is_floating_point() or positions.dtype == torch.bool:
-                raise TypeError(f"position_ids must be integers, got {positions.dtype}")
+                message = _("position_ids must be integers, got {dtype}")
+                raise TypeError(message.format(dtype=positions.dtype))
             if tuple(positions.shape) not in ((Q,), (q.shape[0], Q)):
-                raise ValueError(
-                    f"position_ids must be (Q,) = ({Q},) or (B, Q) = ({q.shape[0]}, {Q}), got "
-                    f"{tuple(positions.shape)}"
+                message = _(
+                    "position_ids must be (Q,) = ({q},) or (B, Q) = ({batch}, {q}), got {got}"
                 )
+                raise ValueError(message.format(q=Q, batch=q.shape[0], got=tuple(positions.shape)))
         cos, sin = self.rope.cos_sin(positions, Q, q.dtype, q.device)  # (Q, Dh) / (B, 1, Q, Dh)
         return apply_rope(q, cos, sin), apply_rope(k, cos, sin)
 
@@ -391,22 +399,22 @@ class MultiHeadAttention(nn.Module):
         if values is not None:
             self._check_input("values", values, self.value_size)
             if keys.shape[:2] != values.shape[:2]:
+                message = _("keys and values must share (B, K), got {keys} and {values}")
                 raise ValueError(
-                    "keys and values must share (B, K), got "
-                    f"{tuple(keys.shape[:2])} and {tuple(values.shape[:2])}"
+                    message.format(keys=tuple(keys.shape[:2]), values=tuple(values.shape[:2]))
                 )
         if keys.shape[0] != queries.shape[0]:
-            raise ValueError(
-                "queries and keys must share the batch size, got "
-                f"{queries.shape[0]} and {keys.shape[0]}"
-            )
+            message = _("queries and keys must share the batch size, got {queries} and {keys}")
+            raise ValueError(message.format(queries=queries.shape[0], keys=keys.shape[0]))
 
     @staticmethod
     def _check_input(name: str, X: Tensor, width: int) -> None:
         if not isinstance(X, Tensor) or not X.is_floating_point():
-            raise TypeError(f"{name} must be a floating-point tensor, got {getattr(X, 'dtype', X)}")
+            message = _("{name} must be a floating-point tensor, got {got}")
+            raise TypeError(message.format(name=name, got=getattr(X, "dtype", X)))
         if X.dim() != 3 or X.shape[-1] != width:
-            raise ValueError(f"{name} must be (B, T, {width}), got shape {tuple(X.shape)}")
+            message = _("{name} must be (B, T, {width}), got shape {shape}")
+            raise ValueError(message.format(name=name, width=width, shape=tuple(X.shape)))
 
     # -- state dicts of either layout ---------------------------------------------------
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):

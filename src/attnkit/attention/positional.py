@@ -25,6 +25,7 @@ from torch import Tensor, nn
 
 from attnkit._validate import non_negative_int, one_of, positive_int, probability
 from attnkit.attention.dropout import Dropout
+from attnkit.i18n import _
 
 __all__ = [
     "EXTRAPOLATING",
@@ -121,25 +122,31 @@ class PositionalEncoding(nn.Module):
         _check_width(X, self.num_hiddens)
         end = _last_position(offset, X) + 1
         if end > self.max_len:
-            raise ValueError(
-                f"sequence positions up to {end} exceed max_len={self.max_len}; "
-                "build PositionalEncoding with a larger max_len"
+            message = _(
+                "sequence positions up to {end} exceed max_len={max_len}; build "
+                "PositionalEncoding with a larger max_len"
             )
+            raise ValueError(message.format(end=end, max_len=self.max_len))
         return self.dropout(X + _rows(self.P[0], offset, X))
 
 
 def _check_width(X: Tensor, width: int) -> None:
     if not isinstance(X, Tensor) or X.dim() != 3 or X.shape[-1] != width:
-        raise ValueError(f"X must be (B, T, {width}), got shape {tuple(getattr(X, 'shape', ()))}")
+        message = _("X must be (B, T, {width}), got shape {got}")
+        raise ValueError(message.format(width=width, got=tuple(getattr(X, "shape", ()))))
 
 
 def _last_position(positions: int | Tensor, X: Tensor) -> int:
     """The largest position the rows of X take (one host sync for position ids)."""
     if isinstance(positions, Tensor):
         if positions.is_floating_point() or positions.shape != X.shape[:2]:
+            message = _(
+                "position ids must be integers of shape (B, T) = {expected}, got {dtype} {got}"
+            )
             raise ValueError(
-                f"position ids must be integers of shape (B, T) = {tuple(X.shape[:2])}, got "
-                f"{positions.dtype} {tuple(positions.shape)}"
+                message.format(
+                    expected=tuple(X.shape[:2]), dtype=positions.dtype, got=tuple(positions.shape)
+                )
             )
         return int(positions.max()) if positions.numel() else -1
     return non_negative_int("offset", positions) + X.shape[1] - 1
@@ -216,10 +223,11 @@ class LearnedPositions(nn.Module):
         _check_width(X, self.num_hiddens)
         end = _last_position(positions, X) + 1
         if end > self.max_len:
-            raise ValueError(
-                f"positions up to {end} exceed the {self.max_len} learned positions "
-                "(the model's context_length): learned positions cannot go past it"
+            message = _(
+                "positions up to {end} exceed the {max_len} learned positions (the "
+                "model's context_length): learned positions cannot go past it"
             )
+            raise ValueError(message.format(end=end, max_len=self.max_len))
         return X + _rows(self.weight, positions, X)
 
 

@@ -32,6 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit._validate import non_negative_int, positive_int, positive_number
+from attnkit.i18n import _
 
 __all__ = ["RotaryEmbedding", "apply_rope", "rope_cos_sin", "rope_frequencies"]
 
@@ -54,7 +55,7 @@ def rope_cos_sin(
     else float32 (``dtype`` overrides)."""
     if not isinstance(positions, Tensor) or positions.is_floating_point():
         got = getattr(positions, "dtype", type(positions).__name__)
-        raise TypeError(f"positions must be an integer tensor, got {got}")
+        raise TypeError(_("positions must be an integer tensor, got {got}").format(got=got))
     dtype = dtype or torch.float32
     inv_freq = rope_frequencies(head_dim, base, dtype=dtype, device=positions.device)  # (Dh/2,)
     angles = positions.to(dtype).unsqueeze(-1) * inv_freq  # (..., Dh/2)
@@ -67,9 +68,11 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     ``x * cos + rotate_half(x) * sin`` with rotate_half(x) = [-x_2, x_1] (x = [x_1, x_2])."""
     for name, t in (("x", x), ("cos", cos), ("sin", sin)):
         if not isinstance(t, Tensor) or not t.is_floating_point():
-            raise TypeError(f"{name} must be a floating-point tensor, got {_kind(t)}")
+            message = _("{name} must be a floating-point tensor, got {kind}")
+            raise TypeError(message.format(name=name, kind=_kind(t)))
     if x.shape[-1] % 2:
-        raise ValueError(f"x must have an even last dimension Dh, got shape {tuple(x.shape)}")
+        message = _("x must have an even last dimension Dh, got shape {shape}")
+        raise ValueError(message.format(shape=tuple(x.shape)))
     x1, x2 = x.chunk(2, dim=-1)  # (..., T, Dh/2) each
     return x * cos + torch.cat((-x2, x1), dim=-1) * sin  # (..., T, Dh)
 
@@ -133,8 +136,9 @@ class RotaryEmbedding(nn.Module):
             The rotated x, (B, H, T, Dh), of x's dtype.
         """
         if not isinstance(x, Tensor) or x.dim() != 4 or x.shape[-1] != self.head_dim:
+            message = _("x must be (B, H, T, {head_dim}), got {got}")
             raise ValueError(
-                f"x must be (B, H, T, {self.head_dim}), got {getattr(x, 'shape', type(x).__name__)}"
+                message.format(head_dim=self.head_dim, got=getattr(x, "shape", type(x).__name__))
             )
         cos, sin = self.cos_sin(positions, x.shape[2], x.dtype, x.device)
         return apply_rope(x, cos, sin)
@@ -146,9 +150,8 @@ class RotaryEmbedding(nn.Module):
 def _even_head_dim(head_dim: int) -> int:
     head_dim = positive_int("head_dim", head_dim)
     if head_dim % 2:
-        raise ValueError(
-            f"head_dim must be even for RoPE (pairs of dimensions rotate), got {head_dim}"
-        )
+        message = _("head_dim must be even for RoPE (pairs of dimensions rotate), got {head_dim}")
+        raise ValueError(message.format(head_dim=head_dim))
     return head_dim
 
 

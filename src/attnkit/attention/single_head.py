@@ -14,6 +14,7 @@ from attnkit.attention.dropout import Dropout
 from attnkit.attention.kernels import choose_kernel, explicit_attention, explicit_products
 from attnkit.attention.masking import as_mask, masked_softmax
 from attnkit.attention.recording import note_weights, recording
+from attnkit.i18n import _
 
 __all__ = ["AdditiveAttention", "DotProductAttention", "scaled_dot_product"]
 
@@ -117,9 +118,17 @@ class AdditiveAttention(nn.Module):
     ) -> Tensor | tuple[Tensor, Tensor]:  # (B, Q, Dv), and weights (B, Q, K)
         check_qkv(queries, keys, values, same_width=False)
         if queries.shape[-1] != self.W_q.in_features or keys.shape[-1] != self.W_k.in_features:
+            message = _(
+                "expected queries (..., {query_size}) and keys (..., {key_size}), got "
+                "{queries} and {keys}"
+            )
             raise ValueError(
-                f"expected queries (..., {self.W_q.in_features}) and keys (..., "
-                f"{self.W_k.in_features}), got {tuple(queries.shape)} and {tuple(keys.shape)}"
+                message.format(
+                    query_size=self.W_q.in_features,
+                    key_size=self.W_k.in_features,
+                    queries=tuple(queries.shape),
+                    keys=tuple(keys.shape),
+                )
             )
         q, k = self.W_q(queries), self.W_k(keys)  # (B, Q, H), (B, K, H)
         features = torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))  # (B, Q, K, H)

@@ -24,6 +24,7 @@ import torch
 
 from attnkit._validate import positive_int
 from attnkit.checkpoint import atomic_write, read_checkpoint_config, save_checkpoint
+from attnkit.i18n import _
 from attnkit.training.snapshots import INDEX_NAME, SNAPSHOT_DIR, read_index
 
 __all__ = ["average_checkpoint", "average_state_dicts", "list_snapshots"]
@@ -41,25 +42,29 @@ def average_state_dicts(state_dicts) -> dict[str, torch.Tensor]:
     """
     state_dicts = list(state_dicts)
     if not state_dicts:
-        raise ValueError("average_state_dicts needs at least one state dict, got none")
+        raise ValueError(_("average_state_dicts needs at least one state dict, got none"))
     first = state_dicts[0]
     for i, sd in enumerate(state_dicts[1:], 1):
         if sd.keys() != first.keys():
             diff = sorted(set(sd.keys()) ^ set(first.keys()))
-            raise ValueError(
-                f"state dict {i} does not have the keys of state dict 0: key {diff[0]!r} "
-                f"is in one only ({len(diff)} differ)"
+            message = _(
+                "state dict {i} does not have the keys of state dict 0: key {key!r} is "
+                "in one only ({count} differ)"
             )
+            raise ValueError(message.format(i=i, key=diff[0], count=len(diff)))
     averaged = {}
     for key, value in first.items():
         tensors = [sd[key] for sd in state_dicts]
         for i, t in enumerate(tensors):
             if not isinstance(t, torch.Tensor):
-                raise ValueError(f"key {key!r} of state dict {i} is not a tensor: {type(t)}")
+                message = _("key {key!r} of state dict {i} is not a tensor: {type}")
+                raise ValueError(message.format(key=key, i=i, type=type(t)))
             if t.shape != value.shape:
+                message = _(
+                    "key {key!r} has shape {shape} in state dict {i} but {shape0} in state dict 0"
+                )
                 raise ValueError(
-                    f"key {key!r} has shape {tuple(t.shape)} in state dict {i} but "
-                    f"{tuple(value.shape)} in state dict 0"
+                    message.format(key=key, shape=tuple(t.shape), i=i, shape0=tuple(value.shape))
                 )
         last = tensors[-1]
         if not (last.is_floating_point() or last.is_complex()):
@@ -90,7 +95,8 @@ def list_snapshots(directory: str | os.PathLike, check: bool = True) -> list[dic
     """
     folder = _snapshot_folder(directory)
     if not (folder / INDEX_NAME).is_file():
-        raise FileNotFoundError(f"no snapshots in {directory}: {folder / INDEX_NAME} is missing")
+        message = _("no snapshots in {directory}: {index} is missing")
+        raise FileNotFoundError(message.format(directory=directory, index=folder / INDEX_NAME))
     entries = [{**entry, "path": folder / entry["file"]} for entry in read_index(folder)]
     for entry in entries if check else ():
         _check_file(entry)
@@ -100,10 +106,12 @@ def list_snapshots(directory: str | os.PathLike, check: bool = True) -> list[dic
 def _check_file(entry: dict[str, Any]) -> bytes:
     path = entry["path"]
     if not path.is_file():
-        raise FileNotFoundError(f"snapshot {path} is missing (listed in {INDEX_NAME})")
+        message = _("snapshot {path} is missing (listed in {index})")
+        raise FileNotFoundError(message.format(path=path, index=INDEX_NAME))
     data = path.read_bytes()
     if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-        raise ValueError(f"snapshot {path} is damaged (sha256 does not match {INDEX_NAME})")
+        message = _("snapshot {path} is damaged (sha256 does not match {index})")
+        raise ValueError(message.format(path=path, index=INDEX_NAME))
     return data
 
 
@@ -112,9 +120,10 @@ def _load_snapshot(entry: dict[str, Any]) -> dict[str, torch.Tensor]:
     try:
         state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as e:  # unpickling errors of every kind
-        raise ValueError(f"could not load snapshot {path}: {e}") from None
+        message = _("could not load snapshot {path}: {error}")
+        raise ValueError(message.format(path=path, error=e)) from None
     if not isinstance(state, dict):
-        raise ValueError(f"snapshot {path} is not a state dict")
+        raise ValueError(_("snapshot {path} is not a state dict").format(path=path))
     return state
 
 
@@ -131,13 +140,12 @@ def average_checkpoint(directory: str | os.PathLike, last: int, out: str | os.Pa
     directory, out = Path(directory), Path(out)
     config = read_checkpoint_config(directory, task=None)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise FileExistsError(f"{out} exists and is not an empty folder: choose a new one")
+        message = _("{out} exists and is not an empty folder: choose a new one")
+        raise FileExistsError(message.format(out=out))
     snapshots = list_snapshots(directory, check=False)  # the chosen ones are checked
     if len(snapshots) < last:
-        raise ValueError(
-            f"averaging the last {last} snapshots needs {last}, but {directory} has "
-            f"{len(snapshots)}"
-        )
+        message = _("averaging the last {last} snapshots needs {last}, but {directory} has {found}")
+        raise ValueError(message.format(last=last, directory=directory, found=len(snapshots)))
     chosen = snapshots[-last:]
     state = average_state_dicts(_load_snapshot(s) for s in chosen)
     record = {k: v for k, v in config.items() if k not in _RECORD_KEYS}

@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from attnkit._validate import positive_int, probability
+from attnkit.i18n import _
 
 __all__ = ["CHUNK_ROWS", "chunked_cross_entropy"]
 
@@ -89,19 +90,17 @@ def chunked_cross_entropy(
             ``masked_cross_entropy``), a ``chunk_rows`` below 1.
     """
     if not isinstance(logits, Tensor) or not logits.is_floating_point():
-        raise TypeError(
-            f"logits must be a floating (N, V) tensor, got {getattr(logits, 'dtype', logits)}"
-        )
+        message = _("logits must be a floating (N, V) tensor, got {got}")
+        raise TypeError(message.format(got=getattr(logits, "dtype", logits)))
     if logits.dim() != 2:
-        raise ValueError(f"logits must be (N, V), got shape {tuple(logits.shape)}")
+        message = _("logits must be (N, V), got shape {shape}")
+        raise ValueError(message.format(shape=tuple(logits.shape)))
     if not isinstance(target, Tensor) or target.dtype != torch.long:
-        raise TypeError(
-            f"target must be a long (N,) tensor, got {getattr(target, 'dtype', target)}"
-        )
+        message = _("target must be a long (N,) tensor, got {got}")
+        raise TypeError(message.format(got=getattr(target, "dtype", target)))
     if tuple(target.shape) != (logits.shape[0],):
-        raise ValueError(
-            f"target must have shape (N,) = ({logits.shape[0]},), got {tuple(target.shape)}"
-        )
+        message = _("target must have shape (N,) = ({n},), got {shape}")
+        raise ValueError(message.format(n=logits.shape[0], shape=tuple(target.shape)))
     smoothing = probability("label_smoothing", label_smoothing)
     return _ChunkedCrossEntropy.apply(
         logits, target, smoothing, positive_int("chunk_rows", chunk_rows)

@@ -19,6 +19,7 @@ from attnkit._validate import (
     positive_number,
     probability,
 )
+from attnkit.i18n import _
 from attnkit.training.optim import OPTIMIZERS, SCHEDULES, learning_rate
 
 __all__ = ["PRECISIONS", "EngineConfig", "check_run_guards", "minutes", "setting"]
@@ -143,8 +144,9 @@ class EngineConfig:
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - fields)
         if unknown:
+            message = _("unknown {cls} keys {unknown}; expected some of {fields}")
             raise ValueError(
-                f"unknown {cls.__name__} keys {unknown}; expected some of {sorted(fields)}"
+                message.format(cls=cls.__name__, unknown=unknown, fields=sorted(fields))
             )
         return cls(**d)
 
@@ -176,10 +178,11 @@ def check_run_guards(config: Any, name: str) -> None:
     non_negative_number(f"{name}.save_every_minutes", config.save_every_minutes)
     factor = non_negative_number(f"{name}.divergence_factor", config.divergence_factor)
     if 0 < factor <= 1:
-        raise ValueError(
-            f"{name}.divergence_factor must be 0 (off) or above 1 (a loss FACTOR times its "
-            f"best), got {factor!r}"
+        message = _(
+            "{name}.divergence_factor must be 0 (off) or above 1 (a loss FACTOR "
+            "times its best), got {factor!r}"
         )
+        raise ValueError(message.format(name=name, factor=factor))
 
 
 def _check_choices(config: EngineConfig, name: str) -> None:
@@ -193,14 +196,16 @@ def _check_choices(config: EngineConfig, name: str) -> None:
 
 def _check_combinations(config: EngineConfig, name: str) -> None:
     if config.schedule == "inverse_sqrt" and config.warmup_steps < 1:
-        raise ValueError(f"{name}.warmup_steps must be >= 1 with schedule='inverse_sqrt'")
+        message = _("{name}.warmup_steps must be >= 1 with schedule='inverse_sqrt'")
+        raise ValueError(message.format(name=name))
     if config.schedule == "linear_to_budget" and config.time_budget_s is None:
-        raise ValueError(
-            f"{name}.schedule='linear_to_budget' decays to 0 when the time budget runs "
-            "out: it needs time_budget_s (--time-budget SECONDS)"
+        message = _(
+            "{name}.schedule='linear_to_budget' decays to 0 when the time budget "
+            "runs out: it needs time_budget_s (--time-budget SECONDS)"
         )
+        raise ValueError(message.format(name=name))
     if (config.snapshot_every_steps or config.snapshot_every_s) and config.out_dir is None:
-        raise ValueError(
-            f"{name}.snapshot_every_steps/snapshot_every_s write into out_dir/snapshots: "
-            "set out_dir"
+        message = _(
+            "{name}.snapshot_every_steps/snapshot_every_s write into out_dir/snapshots: set out_dir"
         )
+        raise ValueError(message.format(name=name))

@@ -63,6 +63,7 @@ from torch import Tensor, nn
 from attnkit._validate import index, positive_int
 from attnkit.checkpoint import CheckpointWriteError
 from attnkit.cpu_memory import keep_freed_memory
+from attnkit.i18n import _
 from attnkit.training.config import EngineConfig
 from attnkit.training.engine_state import EngineState
 from attnkit.training.engine_step import GradientSteps
@@ -108,7 +109,8 @@ def distributed_rank(rank: int | None, world_size: int | None) -> tuple[int, int
     world_size = positive_int("world_size", world_size)
     rank = index("rank", rank, world_size)
     if world_size > 1 and not initialized:
-        raise RuntimeError(f"world_size={world_size} needs torch.distributed to be initialized")
+        message = _("world_size={world_size} needs torch.distributed to be initialized")
+        raise RuntimeError(message.format(world_size=world_size))
     return rank, world_size
 
 
@@ -148,9 +150,11 @@ class Engine(GradientSteps, EngineState, RunStops):
         world_size: int | None = None,
     ) -> None:
         if not isinstance(task, Task):
-            raise TypeError(f"task must be an attnkit Task, got {type(task).__name__}")
+            message = _("task must be an attnkit Task, got {type}")
+            raise TypeError(message.format(type=type(task).__name__))
         if not isinstance(config, EngineConfig):
-            raise TypeError(f"config must be an EngineConfig, got {type(config).__name__}")
+            message = _("config must be an EngineConfig, got {type}")
+            raise TypeError(message.format(type=type(config).__name__))
         self.config, self.task = config, task
         self.context = TaskContext(self)  # what the task's hooks see
         self.rank, self.world_size = distributed_rank(rank, world_size)
@@ -164,9 +168,8 @@ class Engine(GradientSteps, EngineState, RunStops):
         self.net = model
         if self.world_size > 1:
             if not isinstance(model, nn.Module):
-                raise TypeError(
-                    f"multi-process training needs an nn.Module, got {type(model).__name__}"
-                )
+                message = _("multi-process training needs an nn.Module, got {type}")
+                raise TypeError(message.format(type=type(model).__name__))
             self.net = nn.parallel.DistributedDataParallel(model)  # broadcasts rank 0's weights
         self.params = [p for p in model_parameters(model) if p.requires_grad]
         self._flat_grad = None  # with flat_params: the one gradient buffer
@@ -184,12 +187,14 @@ class Engine(GradientSteps, EngineState, RunStops):
                 weight_decay=config.weight_decay,
             )
         elif not (isinstance(optimizer, torch.optim.Optimizer) or callable(optimizer)):
-            raise TypeError(f"optimizer must be an Optimizer or a callable, got {optimizer!r}")
+            message = _("optimizer must be an Optimizer or a callable, got {optimizer!r}")
+            raise TypeError(message.format(optimizer=optimizer))
         elif not isinstance(optimizer, torch.optim.Optimizer) and config.schedule != "constant":
-            raise ValueError(
-                f"schedule={config.schedule!r} sets an optimizer's learning rate; a callable "
+            message = _(
+                "schedule={schedule!r} sets an optimizer's learning rate; a callable "
                 "updater has none: pass an Optimizer, or schedule='constant'"
             )
+            raise ValueError(message.format(schedule=config.schedule))
         self.optimizer = optimizer
         self.step = 0  # optimizer steps done
         self.epoch = 0  # epochs done
@@ -247,7 +252,7 @@ class Engine(GradientSteps, EngineState, RunStops):
             from tqdm import tqdm
 
             bar = tqdm(
-                total=total, initial=skip, desc=f"epoch {epoch + 1}/{self.config.epochs}",
+                total=total, initial=skip, desc=_("epoch {epoch}/{epochs}").format(epoch=epoch + 1, epochs=self.config.epochs),
                 unit="batch", leave=False, dynamic_ncols=True,
             )  # fmt: skip
         self._bar = bar
@@ -263,7 +268,8 @@ class Engine(GradientSteps, EngineState, RunStops):
                 if stopping:
                     of = f"/{total}" if total is not None else ""
                     stop = TrainingInterrupted if stopping == "signal" else _BudgetUsedUpError
-                    raise stop(f"epoch {epoch + 1}, batch {i}{of}")
+                    where = _("epoch {epoch}, batch {batch}{of}")
+                    raise stop(where.format(epoch=epoch + 1, batch=i, of=of))
                 if saving:  # a periodic checkpoint: the state a stop writes, then on
                     self._save_checked()
                     saving = False
@@ -306,7 +312,8 @@ class Engine(GradientSteps, EngineState, RunStops):
         self.all_reduce(totals)
         seconds = seconds_before + time.perf_counter() - start
         if float(totals[1]) == 0:
-            raise ValueError(f"epoch {epoch + 1} had no batches with tokens; is the data empty?")
+            message = _("epoch {epoch} had no batches with tokens; is the data empty?")
+            raise ValueError(message.format(epoch=epoch + 1))
         self.epoch += 1
         self.batch_in_epoch, self.partial = 0, (0.0, 0.0, 0.0)
         self._stopping_at_end = stopping
@@ -330,7 +337,8 @@ class Engine(GradientSteps, EngineState, RunStops):
         if fresh and cfg.seed is not None:
             torch.manual_seed(cfg.seed)
         if self.epoch > cfg.epochs or (self.epoch == cfg.epochs and self.batch_in_epoch):
-            raise ValueError(f"the run is at epoch {self.epoch}, past epochs={cfg.epochs}")
+            message = _("the run is at epoch {epoch}, past epochs={epochs}")
+            raise ValueError(message.format(epoch=self.epoch, epochs=cfg.epochs))
         if cfg.out_dir is not None:  # an --out that is not writable: now, not at a save
             self._check_out_dir()
         self._fit_start, self.stopped_by_budget = time.perf_counter(), False
@@ -342,10 +350,13 @@ class Engine(GradientSteps, EngineState, RunStops):
             with self._stop:
                 return self._fit()
         except TrainingInterrupted as e:
-            where = f"stopped at {e}"
             if cfg.out_dir is not None:
                 self._save_checked()
-                where += f"; checkpoint saved in {cfg.out_dir}, --resume continues from there"
+                where = _(
+                    "stopped at {where}; checkpoint saved in {out}, --resume continues from there"
+                ).format(where=e, out=cfg.out_dir)
+            else:
+                where = _("stopped at {where}").format(where=e)
             self.log(f"\n{where}")
             raise
         except _BudgetUsedUpError as e:
@@ -360,7 +371,7 @@ class Engine(GradientSteps, EngineState, RunStops):
         row.update(self.task.evaluate(self.context))
         row["skipped_steps"] = self._guard.take_skipped()
         try:  # an exploded validation loss stops the run before this state is saved
-            where = f"epoch {row['epoch']}"
+            where = _("epoch {epoch}").format(epoch=row["epoch"])
             self._guard.validation(row.get("val_loss"), self.history.get("val_loss", []), where)
         except TrainingDivergedError as e:
             raise self._diverged(e) from None
@@ -370,7 +381,9 @@ class Engine(GradientSteps, EngineState, RunStops):
         if every and (len(self.history["epoch"]) % every == 0 or force):
             line = self.task.epoch_line(self.context, row)
             if line and row["skipped_steps"]:
-                line += f" ({row['skipped_steps']} non-finite step(s) skipped)"
+                line += _(" ({count} non-finite step(s) skipped)").format(
+                    count=row["skipped_steps"]
+                )
             if line:
                 self.log(line)
 
@@ -390,9 +403,9 @@ class Engine(GradientSteps, EngineState, RunStops):
             if self.is_main:
                 self.task.end_epoch(self.context, last)
             if self._stopping_at_end == "signal" and not last:  # asked in the last batch
-                raise TrainingInterrupted(f"the end of epoch {self.epoch}")
+                raise TrainingInterrupted(_("the end of epoch {epoch}").format(epoch=self.epoch))
             if budget:
-                raise _BudgetUsedUpError(f"the end of epoch {self.epoch}")
+                raise _BudgetUsedUpError(_("the end of epoch {epoch}").format(epoch=self.epoch))
         return self.history
 
     def log(self, line: str) -> None:

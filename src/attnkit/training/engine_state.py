@@ -25,6 +25,7 @@ from attnkit.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
+from attnkit.i18n import _
 
 __all__ = ["EngineState"]
 
@@ -96,9 +97,9 @@ class EngineState:
         """
         directory = Path(directory or self.config.out_dir or "")
         if not str(directory) or directory == Path():
-            raise ValueError("no checkpoint directory: pass one or set the config's out_dir")
+            raise ValueError(_("no checkpoint directory: pass one or set the config's out_dir"))
         if not isinstance(self.model, nn.Module):
-            raise TypeError("only nn.Module models can be saved in a checkpoint")
+            raise TypeError(_("only nn.Module models can be saved in a checkpoint"))
         rng_per_rank = None
         if self.world_size > 1:  # ranks draw different amounts (their batches differ)
             rng_per_rank = [None] * self.world_size
@@ -115,9 +116,10 @@ class EngineState:
             failed = torch.tensor([float(error is not None)], device=self.device)
             dist.all_reduce(failed)  # and every rank learns whether it was
             if failed.item() and error is None:
-                raise CheckpointWriteError(
-                    f"rank 0 could not save the checkpoint in {directory} (its error says why)"
+                message = _(
+                    "rank 0 could not save the checkpoint in {directory} (its error says why)"
                 )
+                raise CheckpointWriteError(message.format(directory=directory))
         if error is not None:
             raise error
         self._saved_now()
@@ -131,16 +133,20 @@ class EngineState:
         """
         directory = Path(directory or self.config.out_dir or "")
         if not str(directory) or directory == Path():
-            raise ValueError("no checkpoint directory: pass one or set the config's out_dir")
+            raise ValueError(_("no checkpoint directory: pass one or set the config's out_dir"))
         if not (directory / CONFIG_NAME).exists():
             return False
         ck = load_checkpoint(directory, map_location=self.device, task=self.task.name)
         self.task.check_resume(ck.config, directory)
         if ck.trainer_state is None:
-            averaged = " (an average of snapshots)" if "averaged" in ck.config else ""
-            raise ValueError(
-                f"checkpoint {directory}{averaged} has no trainer state to resume from"
-            )
+            if "averaged" in ck.config:
+                message = _(
+                    "checkpoint {directory} (an average of snapshots) has no trainer state "
+                    "to resume from"
+                )
+            else:
+                message = _("checkpoint {directory} has no trainer state to resume from")
+            raise ValueError(message.format(directory=directory))
         load_model_state(self.model, ck.model_state, directory)
         self.load_state_dict(ck.trainer_state, ck.config.get("history"))
         return True

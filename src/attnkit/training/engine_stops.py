@@ -26,6 +26,7 @@ from attnkit.checkpoint import (
     get_rng_state,
     set_rng_state,
 )
+from attnkit.i18n import _
 from attnkit.training.guard import TrainingDivergedError, hints
 
 __all__ = ["RunStops"]
@@ -72,7 +73,8 @@ class RunStops:
             failed = torch.tensor([float(error is not None)], device=self.device)
             dist.all_reduce(failed)
             if failed.item() and error is None:
-                raise CheckpointWriteError(f"rank 0 cannot write in {self.config.out_dir}")
+                message = _("rank 0 cannot write in {out}")
+                raise CheckpointWriteError(message.format(out=self.config.out_dir))
         if error is not None:
             raise error
 
@@ -121,10 +123,17 @@ class RunStops:
             if cfg.out_dir is not None:
                 self._save_checked()
         self.stopped_by_budget = True
-        saved = f"checkpoint saved in {cfg.out_dir}" if cfg.out_dir else "no out_dir, not saved"
+        if cfg.out_dir:
+            saved = _("checkpoint saved in {out}").format(out=cfg.out_dir)
+        else:
+            saved = _("no out_dir, not saved")
+        line = _(
+            "time budget of {budget:g} s used up after {elapsed:.0f} s: {where}, step {step}; {saved}"
+        )
         self.log(
-            f"time budget of {cfg.time_budget_s:g} s used up after {elapsed:.0f} s: "
-            f"{where}, step {self.step}; {saved}"
+            line.format(
+                budget=cfg.time_budget_s, elapsed=elapsed, where=where, step=self.step, saved=saved
+            )
         )
         return self.history
 
@@ -155,7 +164,9 @@ class RunStops:
             f64 = dict(device=self.device, dtype=torch.float64)
             numbers = torch.stack([out.loss_sum.to(**f64), torch.as_tensor(out.tokens).to(**f64)])
             self.all_reduce(numbers)
-            where = f"step {self.step} (epoch {self.epoch + int(self.batch_in_epoch > 0)})"
+            where = _("step {step} (epoch {epoch})").format(
+                step=self.step, epoch=self.epoch + int(self.batch_in_epoch > 0)
+            )
             try:
                 self._guard.saving(*numbers.tolist(), where)
             except TrainingDivergedError as e:
@@ -164,19 +175,23 @@ class RunStops:
 
     def _where(self) -> str:
         of = f"/{self._epoch_batches}" if self._epoch_batches else ""
-        return f"step {self.step + 1} (epoch {self.epoch + 1}, batch {self.batch_in_epoch + 1}{of})"
+        where = _("step {step} (epoch {epoch}, batch {batch}{of})")
+        return where.format(
+            step=self.step + 1, epoch=self.epoch + 1, batch=self.batch_in_epoch + 1, of=of
+        )
 
     def _diverged(self, error: TrainingDivergedError) -> TrainingDivergedError:
         """The guard's error with what the folder holds and what to try."""
         cfg = self.config
         out = cfg.out_dir
         if out is None:
-            kept = "No out_dir: nothing is saved"
+            kept = _("No out_dir: nothing is saved")
         elif (Path(out) / CONFIG_NAME).is_file():
-            kept = (
-                f"{out} keeps its last good checkpoint (nothing after it was saved: "
+            kept = _(
+                "{out} keeps its last good checkpoint (nothing after it was saved: "
                 "eval, run, serve and --resume read that one)"
-            )
+            ).format(out=out)
         else:
-            kept = f"Nothing was saved in {out}"
-        return TrainingDivergedError(f"training stopped: {error}. {kept}. {hints(cfg)}")
+            kept = _("Nothing was saved in {out}").format(out=out)
+        message = _("training stopped: {error}. {kept}. {hints}")
+        return TrainingDivergedError(message.format(error=error, kept=kept, hints=hints(cfg)))

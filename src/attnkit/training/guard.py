@@ -27,6 +27,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from attnkit.i18n import _
+
 __all__ = ["EMA_WEIGHT", "LossGuard", "TrainingDivergedError"]
 
 EMA_WEIGHT = 0.1  # the newest step's share of the smoothed training loss
@@ -63,13 +65,15 @@ class LossGuard:
             return None
         self.in_a_row += 1
         self.skipped += 1
-        what = f"loss {loss:g}, gradient norm {grad_norm:g}"
+        what = _("loss {loss:g}, gradient norm {norm:g}").format(loss=loss, norm=grad_norm)
         if self.in_a_row >= self.max_nonfinite:
-            raise TrainingDivergedError(
-                f"{self.in_a_row} steps in a row had a non-finite loss or gradient norm, up to "
-                f"{where} ({what}); none of them was applied"
+            message = _(
+                "{count} steps in a row had a non-finite loss or gradient norm, up to "
+                "{where} ({what}); none of them was applied"
             )
-        return f"{where}: non-finite {what}: the step is skipped ({self.in_a_row} in a row)"
+            raise TrainingDivergedError(message.format(count=self.in_a_row, where=where, what=what))
+        message = _("{where}: non-finite {what}: the step is skipped ({count} in a row)")
+        return message.format(where=where, what=what, count=self.in_a_row)
 
     def _train_loss(self, value: float, where: str) -> None:
         if self.factor == 0:
@@ -78,10 +82,15 @@ class LossGuard:
         self.ema = ema
         self.first = ema if self.first is None else self.first
         if self.best is not None and ema > self.factor * self.best and ema > self.first:
+            message = _(
+                "the training loss exploded at {where}: {loss:,.4g} per token (smoothed over "
+                "~10 steps), over {factor:g} times its best so far ({best:.4g}) and "
+                "above its start ({first:.4g})"
+            )
             raise TrainingDivergedError(
-                f"the training loss exploded at {where}: {ema:,.4g} per token (smoothed over "
-                f"~10 steps), over {self.factor:g} times its best so far ({self.best:.4g}) and "
-                f"above its start ({self.first:.4g})"
+                message.format(
+                    where=where, loss=ema, factor=self.factor, best=self.best, first=self.first
+                )
             )
         self.best = ema if self.best is None else min(self.best, ema)
 
@@ -90,16 +99,20 @@ class LossGuard:
         or exploded loss on the last batch (evaluation mode, nothing drawn or changed)."""
         value = loss / max(tokens, 1.0)
         if not math.isfinite(value) and self.max_nonfinite > 0:
-            raise TrainingDivergedError(
-                f"the weights to save at {where} give a non-finite loss ({value:g}) on the "
+            message = _(
+                "the weights to save at {where} give a non-finite loss ({loss:g}) on the "
                 "last batch; they were not saved"
             )
+            raise TrainingDivergedError(message.format(where=where, loss=value))
         best, first = self.best, self.first
         if self.factor and best is not None and value > self.factor * best and value > first:
+            message = _(
+                "the weights to save at {where} give a loss of {loss:,.4g} per token on the "
+                "last batch, over {factor:g} times the best so far ({best:.4g}) and above "
+                "the start ({first:.4g}); they were not saved"
+            )
             raise TrainingDivergedError(
-                f"the weights to save at {where} give a loss of {value:,.4g} per token on the "
-                f"last batch, over {self.factor:g} times the best so far ({best:.4g}) and above "
-                f"the start ({first:.4g}); they were not saved"
+                message.format(where=where, loss=value, factor=self.factor, best=best, first=first)
             )
 
     def validation(self, value: float | None, earlier: list[float], where: str) -> None:
@@ -108,11 +121,17 @@ class LossGuard:
             return
         seen = [v for v in earlier if not math.isnan(v)]
         if not math.isfinite(value) and seen:
-            raise TrainingDivergedError(f"the validation loss is {value:g} at {where}")
+            message = _("the validation loss is {loss:g} at {where}")
+            raise TrainingDivergedError(message.format(loss=value, where=where))
         if seen and value > self.factor * min(seen) and value > seen[0]:
+            message = _(
+                "the validation loss exploded at {where}: {loss:,.4g}, over {factor:g} "
+                "times its best so far ({best:.4g}) and above the first ({first:.4g})"
+            )
             raise TrainingDivergedError(
-                f"the validation loss exploded at {where}: {value:,.4g}, over {self.factor:g} "
-                f"times its best so far ({min(seen):.4g}) and above the first ({seen[0]:.4g})"
+                message.format(
+                    where=where, loss=value, factor=self.factor, best=min(seen), first=seen[0]
+                )
             )
 
     def take_skipped(self) -> int:
@@ -133,12 +152,18 @@ class LossGuard:
 def hints(config: Any) -> str:
     """What to try after a stop, for this run's settings (an ``EngineConfig``)."""
     clip, warmup = config.clip, config.warmup_steps
-    tips = [f"a lower --lr (this run: {config.lr:g})"]
-    tips.append("clipping (--clip 1)" if clip is None else f"a smaller --clip (this run: {clip:g})")
-    if config.schedule == "constant":
-        tips.append("a warm-up (--schedule inverse_sqrt --warmup-steps 300)")
+    tips = [_("a lower --lr (this run: {lr:g})").format(lr=config.lr)]
+    if clip is None:
+        tips.append(_("clipping (--clip 1)"))
     else:
-        tips.append(f"a longer warm-up (this run: --warmup-steps {warmup})")
+        tips.append(_("a smaller --clip (this run: {clip:g})").format(clip=clip))
+    if config.schedule == "constant":
+        tips.append(_("a warm-up (--schedule inverse_sqrt --warmup-steps 300)"))
+    else:
+        tips.append(_("a longer warm-up (this run: --warmup-steps {warmup})").format(warmup=warmup))
     if config.precision != "fp32":
         tips.append("--precision fp32")
-    return "Try " + ", ".join(tips) + "; --resume goes on from the checkpoint kept"
+    listed = tips[0]
+    for tip in tips[1:]:
+        listed = _("{first}, {second}").format(first=listed, second=tip)
+    return _("Try {tips}; --resume goes on from the checkpoint kept").format(tips=listed)

@@ -46,6 +46,7 @@ from attnkit._validate import (
 )
 from attnkit.checkpoint import save_checkpoint
 from attnkit.data.text import Vocab
+from attnkit.i18n import _
 from attnkit.inference.generation import model_device
 from attnkit.metrics import perplexity
 from attnkit.models.registry import LM_ARCHS, lm_arch, lm_model_keys
@@ -144,10 +145,11 @@ class LMTask(Task):
         self.val_batch_size = positive_int("val_batch_size", val_batch_size)
         self.val_data = None if val_data is None else token_ids("val_data", val_data)
         if self.val_data is not None and len(self.val_data) < val_steps + 1:
-            raise ValueError(
-                f"val_data holds {len(self.val_data)} tokens: the validation needs at least "
-                f"val_steps + 1 = {val_steps + 1} (a larger --val-fraction or corpus)"
+            message = _(
+                "val_data holds {tokens} tokens: the validation needs at least "
+                "val_steps + 1 = {needed} (a larger --val-fraction or corpus)"
             )
+            raise ValueError(message.format(tokens=len(self.val_data), needed=val_steps + 1))
 
     def batches(self, epoch: int, rank: int, world_size: int):
         return self.data_iter  # a loader built for this rank (LMDataLoader(rank=, world_size=))
@@ -207,11 +209,17 @@ class LMTask(Task):
         return {"val_loss": loss, "val_perplexity": math.exp(loss)}
 
     def epoch_line(self, ctx: TaskContext, row: dict[str, float]) -> str:
-        val = f", validation {row['val_perplexity']:.2f}" if "val_perplexity" in row else ""
-        return (
-            f"epoch {row['epoch']}/{ctx.config.epochs}: perplexity "
-            f"{perplexity(row['train_loss']):.2f}{val}, {row['tokens_per_s']:,.0f} tokens/s"
-        )
+        if "val_perplexity" in row:
+            line = _(
+                "epoch {epoch}/{epochs}: perplexity {perplexity:.2f}, validation {val:.2f}, "
+                "{speed:,.0f} tokens/s"
+            )
+        else:
+            line = _("epoch {epoch}/{epochs}: perplexity {perplexity:.2f}, {speed:,.0f} tokens/s")
+        return line.format(
+            epoch=row["epoch"], epochs=ctx.config.epochs, perplexity=perplexity(row["train_loss"]),
+            val=row.get("val_perplexity"), speed=row["tokens_per_s"],
+        )  # fmt: skip
 
     def checkpoint_config(self, ctx: TaskContext) -> dict[str, Any]:
         config = {**self.run_config, "epochs_done": ctx.epoch}
@@ -222,10 +230,10 @@ class LMTask(Task):
     def check_resume(self, config: dict[str, Any], directory: Path) -> None:
         arch = lm_arch(self.run_config)
         if lm_arch(config) != arch:
-            raise ValueError(
-                f"checkpoint {directory} holds an {lm_arch(config)!r} language model, not an "
-                f"{arch!r} one"
+            message = _(
+                "checkpoint {directory} holds an {saved!r} language model, not an {arch!r} one"
             )
+            raise ValueError(message.format(directory=directory, saved=lm_arch(config), arch=arch))
         # a field added after the checkpoint was written has its default there
         defaults = {f.name: f.default for f in dataclasses.fields(LM_ARCHS[arch])}
         saved = {key: config.get(key, defaults.get(key)) for key in lm_model_keys(arch)}
@@ -235,14 +243,16 @@ class LMTask(Task):
             if key in saved and key != "vocab_size" and saved[key] != value
         ]  # the vocabulary's size: the vocabulary's check below
         if changed:
-            raise ValueError(f"checkpoint {directory} has another model: {', '.join(changed)}")
+            message = _("checkpoint {directory} has another model: {listed}")
+            raise ValueError(message.format(directory=directory, listed=", ".join(changed)))
         if self.vocab is not None and config.get("vocab") != json.loads(
             json.dumps(self.vocab.to_dict())
         ):
-            raise ValueError(
-                f"the vocabulary of the data is not the one {directory} was trained with "
-                "(did the data file change?); resume with the same data"
+            message = _(
+                "the vocabulary of the data is not the one {directory} was trained "
+                "with (did the data file change?); resume with the same data"
             )
+            raise ValueError(message.format(directory=directory))
 
     # the loader's RNG: the batches of an epoch are a function of its state at the start
     def loader_state(self) -> Any:
@@ -252,7 +262,7 @@ class LMTask(Task):
     def set_loader_state(self, state: Any) -> None:
         rng = getattr(self.data_iter, "rng", None)
         if not isinstance(rng, random.Random):
-            raise ValueError("the state to resume has a loader RNG state; data_iter has no rng")
+            raise ValueError(_("the state to resume has a loader RNG state; data_iter has no rng"))
         version, internal, gauss = state
         rng.setstate((int(version), tuple(int(x) for x in internal), gauss))
 
@@ -375,6 +385,7 @@ def save_lm_checkpoint(
     keys = lm_model_keys(lm_arch(config))
     missing = [k for k in keys if k not in config]
     if missing:
-        raise ValueError(f"config lacks the model keys {missing}; expected all of {keys}")
+        message = _("config lacks the model keys {missing}; expected all of {keys}")
+        raise ValueError(message.format(missing=missing, keys=keys))
     record = {"task": LMTask.name, **config, "vocab": vocab.to_dict()}
     return save_checkpoint(directory, record, model.state_dict())

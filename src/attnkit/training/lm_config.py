@@ -20,6 +20,7 @@ from attnkit._validate import (
     positive_int,
     positive_number,
 )
+from attnkit.i18n import _
 from attnkit.training.config import PRECISIONS, EngineConfig, check_run_guards, setting
 from attnkit.training.optim import SCHEDULES
 
@@ -83,13 +84,15 @@ class LMTrainConfig:
         one_of(f"{name}.precision", self.precision, PRECISIONS)
         optional(positive_number, f"{name}.time_budget_s", self.time_budget_s)
         if self.schedule != "constant" and self.warmup_steps < 1:
-            raise ValueError(f"{name}.warmup_steps must be >= 1 with schedule={self.schedule!r}")
+            message = _("{name}.warmup_steps must be >= 1 with schedule={schedule!r}")
+            raise ValueError(message.format(name=name, schedule=self.schedule))
         check_run_guards(self, name)
         if self.schedule == "linear_to_budget" and self.time_budget_s is None:
-            raise ValueError(
-                f"{name}.schedule='linear_to_budget' decays to 0 when the time budget runs "
-                "out: it needs time_budget_s (--time-budget SECONDS)"
+            message = _(
+                "{name}.schedule='linear_to_budget' decays to 0 when the time budget "
+                "runs out: it needs time_budget_s (--time-budget SECONDS)"
             )
+            raise ValueError(message.format(name=name))
 
     def engine_config(self, **runtime: Any) -> EngineConfig:
         """The engine's config of this run (``runtime``: out_dir, device, progress ...);

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from attnkit._validate import one_of, probability
 from attnkit.attention.masking import lengths_to_mask
+from attnkit.i18n import _
 from attnkit.training.chunked_cross_entropy import chunked_cross_entropy
 
 __all__ = ["MaskedSoftmaxCELoss", "masked_cross_entropy"]
@@ -41,14 +42,15 @@ def masked_cross_entropy(
     """
     one_of("reduction", reduction, _REDUCTIONS)
     if not isinstance(logits, Tensor) or logits.dim() != 3 or not logits.is_floating_point():
-        raise ValueError(
-            f"logits must be a float tensor (B, T, V), got {getattr(logits, 'shape', logits)}"
-        )
+        message = _("logits must be a float tensor (B, T, V), got {got}")
+        raise ValueError(message.format(got=getattr(logits, "shape", logits)))
     B, T, V = logits.shape
     if not isinstance(label, Tensor) or tuple(label.shape) != (B, T):
-        raise ValueError(f"label must have shape (B, T) = ({B}, {T}), got {tuple(label.shape)}")
+        message = _("label must have shape (B, T) = ({b}, {t}), got {shape}")
+        raise ValueError(message.format(b=B, t=T, shape=tuple(label.shape)))
     if not isinstance(valid_len, Tensor) or tuple(valid_len.shape) != (B,):
-        raise ValueError(f"valid_len must have shape (B,) = ({B},), got {tuple(valid_len.shape)}")
+        message = _("valid_len must have shape (B,) = ({b},), got {shape}")
+        raise ValueError(message.format(b=B, shape=tuple(valid_len.shape)))
     probability("label_smoothing", label_smoothing)
     flat_logits, flat_label = logits.reshape(B * T, V), label.reshape(B * T).long()
     if logits.device.type == "cpu" and logits.dtype in (torch.bfloat16, torch.float16):

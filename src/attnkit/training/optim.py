@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit._validate import one_of, positive_number, real
+from attnkit.i18n import _
 
 __all__ = [
     "OPTIMIZERS",
@@ -37,7 +38,8 @@ def model_parameters(model) -> list[Tensor]:
         return list(model.parameters())
     params = getattr(model, "params", None)
     if params is None:
-        raise TypeError(f"expected an nn.Module or an object with .params, got {type(model)}")
+        message = _("expected an nn.Module or an object with .params, got {type}")
+        raise TypeError(message.format(type=type(model)))
     return list(params)
 
 
@@ -93,7 +95,7 @@ def lr_at(
     if schedule == "inverse_sqrt":
         return lr * math.sqrt(w) * min(step**-0.5, step * w**-1.5)
     if progress is None:
-        raise ValueError("schedule 'linear_to_budget' needs progress (the budget fraction used)")
+        raise ValueError(_("schedule 'linear_to_budget' needs progress (the budget fraction used)"))
     return lr * min(1.0, step / max(w, 1)) * (1.0 - min(max(progress, 0.0), 1.0))
 
 

@@ -14,7 +14,8 @@ A ``Recipe`` is what a run is meant to be trained with: a model config, training
   validation windows; None: ``num_steps``), ``tokenizer`` and
   ``subword_vocab`` (``--vocab-size``, subword data only).
 
-The recipes themselves and ``resolve`` are in ``attnkit.training.recipes``.
+The recipes themselves and ``resolve`` (its result: ``Resolved``) are in
+``attnkit.training.recipes``.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from types import MappingProxyType
 from typing import Any
 
 from attnkit._validate import boolean, integer, non_negative_int, one_of, positive_int, real
+from attnkit.i18n import _
 from attnkit.models.registry import LM_ARCHS, arch_config, available_archs
 from attnkit.training.lm import LMTrainConfig
 from attnkit.training.translation import TrainConfig
 
-__all__ = ["SECTIONS", "TASKS", "Recipe", "flag_of"]
+__all__ = ["SECTIONS", "TASKS", "Recipe", "Resolved", "flag_of"]
 
 TASKS = ("translate", "lm")
 SECTIONS = ("model", "train", "data")
@@ -48,7 +50,8 @@ WITHOUT_BUDGET = {"linear_to_budget": "inverse_sqrt"}
 
 def _text(name: str, value: object) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, got {value!r} ({type(value).__name__})")
+        message = _("{name} must be a str, got {value!r} ({type})")
+        raise TypeError(message.format(name=name, value=value, type=type(value).__name__))
     return value
 
 
@@ -99,7 +102,8 @@ def build_train(task: str, values: Mapping[str, Any]) -> Any:
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - names)
     if unknown:
-        raise ValueError(f"unknown {cls.__name__} keys {unknown}; expected some of {sorted(names)}")
+        message = _("unknown {cls} keys {unknown}; expected some of {names}")
+        raise ValueError(message.format(cls=cls.__name__, unknown=unknown, names=sorted(names)))
     return cls(**values)
 
 
@@ -131,7 +135,7 @@ class Recipe:
 
     def __post_init__(self) -> None:
         if not _text("Recipe.name", self.name):
-            raise ValueError("Recipe.name must be a non-empty str, got ''")
+            raise ValueError(_("Recipe.name must be a non-empty str, got ''"))
         one_of("Recipe.task", self.task, TASKS)
         where = f"recipe {self.name!r}"
         _text(f"{where}: doc", self.doc)
@@ -139,9 +143,11 @@ class Recipe:
         for section in ("train", "data"):
             values = getattr(self, section)
             if not isinstance(values, Mapping):
+                message = _(
+                    "{where}: {section} must be a mapping of setting names to values, got {type}"
+                )
                 raise TypeError(
-                    f"{where}: {section} must be a mapping of setting names to values, "
-                    f"got {type(values).__name__}"
+                    message.format(where=where, section=section, type=type(values).__name__)
                 )
             object.__setattr__(self, section, MappingProxyType(dict(values)))
         try:
@@ -151,13 +157,12 @@ class Recipe:
                 train["time_budget_s"] = 60.0  # and with a budget, as given
             build_train(self.task, train)
         except (TypeError, ValueError) as e:
-            raise type(e)(f"{where}: train: {e}") from None
+            raise type(e)(_("{where}: train: {error}").format(where=where, error=e)) from None
         checks = DATA_CHECKS[self.task]
         unknown = sorted(set(self.data) - set(checks))
         if unknown:
-            raise ValueError(
-                f"{where}: unknown data setting(s) {unknown}; expected some of {sorted(checks)}"
-            )
+            message = _("{where}: unknown data setting(s) {unknown}; expected some of {checks}")
+            raise ValueError(message.format(where=where, unknown=unknown, checks=sorted(checks)))
         for key, value in self.data.items():
             checks[key](f"{where}: data.{key}", value)
 
@@ -173,11 +178,36 @@ class Recipe:
             if self.arch is not None:
                 one_of(f"{where}: arch", self.arch, available_archs())
             if self.model is not None and self.arch is None:
-                raise ValueError(f"{where}: arch is required with a model config")
+                message = _("{where}: arch is required with a model config")
+                raise ValueError(message.format(where=where))
             if self.model is None:
                 return  # the defaults: the arch's registered config
             expected = type(arch_config(self.arch))
         if not isinstance(self.model, expected):
+            message = _("{where}: model must be a {expected}, got {type}")
             raise TypeError(
-                f"{where}: model must be a {expected.__name__}, got {type(self.model).__name__}"
+                message.format(
+                    where=where, expected=expected.__name__, type=type(self.model).__name__
+                )
             )
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A run's validated settings and where each came from.
+
+    ``arch``: the translator's, or the language model's ("rnn", "transformer").
+    ``train``: ``TrainConfig``/``LMTrainConfig``; ``data``: the data loader's arguments (a
+    translator's as its checkpoint records them: those set, and the seed; a language
+    model's ``num_steps`` is its Transformer's context unless set). ``sources``:
+    ``"section.name"`` -> ``"default"``, ``"preset NAME"``, ``"checkpoint"`` or ``"flag"``
+    (a preset's value equal to the default's stays ``"default"``).
+    """
+
+    task: str
+    arch: str | None
+    preset: str | None
+    model: Any
+    train: Any
+    data: Mapping[str, Any]
+    sources: Mapping[str, str]

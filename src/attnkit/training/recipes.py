@@ -18,13 +18,13 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from attnkit._validate import one_of
 from attnkit.attention.positional import EXTRAPOLATING
 from attnkit.data.translation import load_translation_data
+from attnkit.i18n import N_, _
 from attnkit.models.decoder_lm import DecoderLMConfig
 from attnkit.models.registry import (
     LM_ARCHS,
@@ -44,6 +44,7 @@ from attnkit.training.recipe import (
     TRAIN_CONFIGS,
     WITHOUT_BUDGET,
     Recipe,
+    Resolved,
     build_train,
     flag_of,
 )
@@ -189,32 +190,12 @@ def get_recipe(task: str, name: str) -> Recipe:
     """The recipe ``name`` of ``task`` (ValueError listing the names if there is none)."""
     one_of("task", task, TASKS)
     if name not in RECIPES[task]:
-        raise ValueError(f"unknown preset {name!r}; expected one of {sorted(RECIPES[task])}")
+        message = _("unknown preset {name!r}; expected one of {recipes}")
+        raise ValueError(message.format(name=name, recipes=sorted(RECIPES[task])))
     return RECIPES[task][name]
 
 
 # ----------------------------------------------------------------------------- resolution
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """A run's validated settings and where each came from.
-
-    ``arch``: the translator's, or the language model's ("rnn", "transformer").
-    ``train``: ``TrainConfig``/``LMTrainConfig``; ``data``: the data loader's arguments (a
-    translator's as its checkpoint records them: those set, and the seed; a language
-    model's ``num_steps`` is its Transformer's context unless set). ``sources``:
-    ``"section.name"`` -> ``"default"``, ``"preset NAME"``, ``"checkpoint"`` or ``"flag"``
-    (a preset's value equal to the default's stays ``"default"``).
-    """
-
-    task: str
-    arch: str | None
-    preset: str | None
-    model: Any
-    train: Any
-    data: Mapping[str, Any]
-    sources: Mapping[str, str]
 
 
 def resolve(
@@ -224,7 +205,7 @@ def resolve(
     preset: str | Recipe | None = None,
     checkpoint: Mapping[str, Any] | None = None,
     flags: Mapping[str, Mapping[str, Any]] | None = None,
-    where: str = "the checkpoint",
+    where: str = N_("the checkpoint"),
 ) -> Resolved:
     """The settings of a ``task`` run: defaults < ``preset`` < ``checkpoint`` < ``flags``.
 
@@ -238,21 +219,25 @@ def resolve(
     flags of another arch, and (with ``TypeError``) any invalid value.
     """
     one_of("task", task, TASKS)
+    where = _(where)  # the default in the language in force
     unknown = sorted(set(flags or {}) - set(SECTIONS))
     if unknown:
-        raise ValueError(f"flags has unknown section(s) {unknown}; expected some of {SECTIONS}")
+        message = _("flags has unknown section(s) {unknown}; expected some of {sections}")
+        raise ValueError(message.format(unknown=unknown, sections=SECTIONS))
     given = {
         s: {k: v for k, v in (flags or {}).get(s, {}).items() if v is not None} for s in SECTIONS
     }
     if preset is not None and checkpoint is not None:
-        raise ValueError("--preset cannot be combined with --resume (the checkpoint has one)")
+        raise ValueError(_("--preset cannot be combined with --resume (the checkpoint has one)"))
     recipe = get_recipe(task, preset) if isinstance(preset, str) else preset
     if recipe is not None and recipe.task != task:
-        raise ValueError(f"preset {recipe.name!r} is a recipe of {recipe.task!r}, not {task!r}")
+        message = _("preset {name!r} is a recipe of {recipe_task!r}, not {task!r}")
+        raise ValueError(message.format(name=recipe.name, recipe_task=recipe.task, task=task))
     if task == "translate":
         one_of("arch", arch, available_archs())
         if recipe is not None and recipe.arch not in (None, arch):
-            raise ValueError(f"--preset is for --arch {recipe.arch}, not {arch!r}")
+            message = _("--preset is for --arch {recipe_arch}, not {arch!r}")
+            raise ValueError(message.format(recipe_arch=recipe.arch, arch=arch))
         bottom = DEFAULTS[task]
     else:
         arch = _lm_arch(arch, recipe, checkpoint, where)
@@ -306,15 +291,17 @@ def _lm_arch(arch, recipe: Recipe | None, checkpoint, where: str) -> str:
         one_of("arch", arch, LM_ARCHS)
     if recipe is not None:
         if arch not in (None, recipe.lm_arch):
-            raise ValueError(f"--preset {recipe.name} is for --arch {recipe.lm_arch}, not {arch!r}")
+            message = _("--preset {name} is for --arch {lm_arch}, not {arch!r}")
+            raise ValueError(message.format(name=recipe.name, lm_arch=recipe.lm_arch, arch=arch))
         return recipe.lm_arch
     if checkpoint is not None:
         saved = lm_arch(checkpoint)
         if arch not in (None, saved):
-            raise ValueError(
-                f"cannot resume {where} with other model/data options: --arch {arch!r} "
-                f"(checkpoint: {saved!r}); leave it out, or train into a new --out"
+            message = _(
+                "cannot resume {where} with other model/data options: --arch {arch!r} "
+                "(checkpoint: {saved!r}); leave it out, or train into a new --out"
             )
+            raise ValueError(message.format(where=where, arch=arch, saved=saved))
         return saved
     return arch or "rnn"
 
@@ -326,7 +313,8 @@ def _check_lm_model_flags(arch: str, given: Mapping[str, Any]) -> None:
     if foreign:
         said = ", ".join(_flag("lm", "model", key) for key in foreign)
         other = next(a for a, cls in LM_ARCHS.items() if a != arch)
-        raise ValueError(f"{said}: not an option of --arch {arch} (only of --arch {other})")
+        message = _("{said}: not an option of --arch {arch} (only of --arch {other})")
+        raise ValueError(message.format(said=said, arch=arch, other=other))
 
 
 def _lm_data(arch: str, model, data: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
@@ -338,22 +326,28 @@ def _lm_data(arch: str, model, data: dict[str, Any], given: dict[str, Any]) -> d
     if data.get("tokenizer") != "sentencepiece":
         flags = [_flag("lm", "data", k) for k in SUBWORD_KEYS["lm"] if k in given]
         if flags:
-            raise ValueError(f"{', '.join(flags)}: only with --tokenizer sentencepiece")
+            message = _("{listed}: only with --tokenizer sentencepiece")
+            raise ValueError(message.format(listed=", ".join(flags)))
     elif "token" in given:
-        raise ValueError("--token is for --tokenizer book (characters or words), not sentencepiece")
+        raise ValueError(
+            _("--token is for --tokenizer book (characters or words), not sentencepiece")
+        )
     if data.get("num_steps") is None:
         if arch != "transformer":
-            raise ValueError("num_steps must be set for --arch rnn (--num-steps)")
+            raise ValueError(_("num_steps must be set for --arch rnn (--num-steps)"))
         data["num_steps"] = model.context_length
     if data.get("val_steps") is None:
         data["val_steps"] = data["num_steps"]
     for key in ("num_steps", "val_steps") if arch == "transformer" else ():
         steps, context, flag = data[key], model.context_length, _flag("lm", "data", key)
         if steps > context and model.positions not in EXTRAPOLATING:
+            message = _(
+                "{flag} {steps} is longer than --context {context}: "
+                "positions={positions!r} has no position past the context; use {flag} "
+                "{context} or less, or a larger --context"
+            )
             raise ValueError(
-                f"{flag} {steps} is longer than --context {context}: positions="
-                f"{model.positions!r} has no position past the context; use {flag} "
-                f"{context} or less, or a larger --context"
+                message.format(flag=flag, steps=steps, context=context, positions=model.positions)
             )
     return data
 
@@ -404,19 +398,25 @@ def _check_kept(task, arch, given, saved, defaults, where: str) -> None:
     if task == "translate" and changed:
         model = {key: value for section, key, value, _ in changed if section == "model"}
         if model:
-            raise ValueError(f"cannot change the model config of a checkpoint: {model}")
-        for _, key, value, before in changed:
+            message = _("cannot change the model config of a checkpoint: {model}")
+            raise ValueError(message.format(model=model))
+        for _section, key, value, before in changed:
             if key == "data":
-                raise ValueError(f"checkpoint {where} was trained on {before!r}, not {value!r}")
+                message = _("checkpoint {where} was trained on {before!r}, not {value!r}")
+                raise ValueError(message.format(where=where, before=before, value=value))
     if changed:
         said = ", ".join(
-            f"{_flag(task, section, key, arch)} {value!r} (checkpoint: {before!r})"
+            _("{flag} {value!r} (checkpoint: {before!r})").format(
+                flag=_flag(task, section, key, arch), value=value, before=before
+            )
             for section, key, value, before in changed
         )
-        raise ValueError(
-            f"cannot resume {where} with other model/data options: {said}; leave them out "
-            "(they are read from the checkpoint), or train into a new --out"
+        message = _(
+            "cannot resume {where} with other model/data options: {said}; leave "
+            "them out (they are read from the checkpoint), or train into a new "
+            "--out"
         )
+        raise ValueError(message.format(where=where, said=said))
 
 
 def _flag(task: str, section: str, key: str, arch: str | None = None) -> str:
@@ -442,7 +442,8 @@ def _translation_data(
     if data.get("tokenizer") != "sentencepiece":
         flags = [_flag("translate", "data", k) for k in SUBWORD_KEYS["translate"] if k in given]
         if flags:
-            raise ValueError(f"{', '.join(flags)}: only with --tokenizer sentencepiece")
+            message = _("{listed}: only with --tokenizer sentencepiece")
+            raise ValueError(message.format(listed=", ".join(flags)))
         data = {k: v for k, v in data.items() if k not in SUBWORD_KEYS["translate"]}
     sources["data.seed"] = sources["train.seed"]
     return {**data, "seed": seed}

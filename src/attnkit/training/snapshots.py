@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from attnkit.checkpoint import atomic_write
+from attnkit.i18n import _
 
 __all__ = ["INDEX_NAME", "SNAPSHOT_DIR", "Snapshots", "read_index"]
 
@@ -43,21 +44,25 @@ def read_index(directory: str | Path) -> list[dict[str, Any]]:
     try:
         record = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"snapshot index {path} is damaged (not valid JSON: {e})") from None
+        message = _("snapshot index {path} is damaged (not valid JSON: {error})")
+        raise ValueError(message.format(path=path, error=e)) from None
     entries = record.get("snapshots") if isinstance(record, dict) else None
     if (
         not isinstance(record, dict)
         or record.get("format") != FORMAT
         or not isinstance(entries, list)
     ):
-        raise ValueError(f"{path} is not an attnkit snapshot index (format != {FORMAT!r})")
+        message = _("{path} is not an attnkit snapshot index (format != {format!r})")
+        raise ValueError(message.format(path=path, format=FORMAT))
     for entry in entries:
         name = entry.get("file") if isinstance(entry, dict) else None
         # plain file names inside the folder only: never a path from the index
         if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
-            raise ValueError(f"snapshot index {path} is damaged (bad entry {entry!r})")
+            message = _("snapshot index {path} is damaged (bad entry {entry!r})")
+            raise ValueError(message.format(path=path, entry=entry))
         if not isinstance(entry.get("step"), int) or not isinstance(entry.get("sha256"), str):
-            raise ValueError(f"snapshot index {path} is damaged (bad entry {entry!r})")
+            message = _("snapshot index {path} is damaged (bad entry {entry!r})")
+            raise ValueError(message.format(path=path, entry=entry))
     return entries
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import signal
 import threading
 
+from attnkit.i18n import _
+
 __all__ = ["StopSignals"]
 
 
@@ -30,7 +32,7 @@ class StopSignals:
             raise KeyboardInterrupt
         self.requested = True
         if self.verbose:
-            print("\nstopping after this step (Ctrl-C again to stop at once)", flush=True)
+            print("\n" + _("stopping after this step (Ctrl-C again to stop at once)"), flush=True)
 
     def __enter__(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
+from attnkit.i18n import _
+
 if TYPE_CHECKING:
     from attnkit.training.config import EngineConfig
     from attnkit.training.engine_view import EngineView
@@ -112,10 +114,11 @@ class Task:
         return {}
 
     def epoch_line(self, ctx: TaskContext, row: dict[str, float]) -> str | None:
-        return (
-            f"epoch {row['epoch']}/{ctx.config.epochs}: train loss {row['train_loss']:.3f}, "
-            f"{row['tokens_per_s']:,.0f} tokens/s"
-        )
+        line = _("epoch {epoch}/{epochs}: train loss {loss:.3f}, {speed:,.0f} tokens/s")
+        return line.format(
+            epoch=row["epoch"], epochs=ctx.config.epochs, loss=row["train_loss"],
+            speed=row["tokens_per_s"],
+        )  # fmt: skip
 
     def end_epoch(self, ctx: TaskContext, last: bool) -> None:
         """After the epoch's checkpoint (rank 0 only): plots and the like."""

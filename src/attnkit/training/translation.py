@@ -32,6 +32,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, RandomSampler, TensorDataset, default_collate
 
 from attnkit._validate import non_negative_int, one_of, optional, positive_int, probability
+from attnkit.i18n import _
 from attnkit.inference.evaluation import split_texts, translate_and_score
 from attnkit.metrics import bleu_from_stats
 from attnkit.models.seq2seq import EncoderDecoder
@@ -186,10 +187,12 @@ class PaddedPairsTask(Task):
 
     def batches(self, epoch: int, rank: int, world_size: int):
         if world_size > 1:
-            raise ValueError(
-                f"PaddedPairsTask gives every process the same batches (world_size="
-                f"{world_size}): run it in one process; TranslationTask shards over ranks"
+            message = _(
+                "PaddedPairsTask gives every process the same batches "
+                "(world_size={world_size}): run it in one process; TranslationTask "
+                "shards over ranks"
             )
+            raise ValueError(message.format(world_size=world_size))
         return TensorBatches.wrap(self._batches)
 
     # a DataLoader with its own generator replays an interrupted epoch from its state
@@ -204,9 +207,11 @@ class PaddedPairsTask(Task):
         shuffled = isinstance(getattr(self._batches, "sampler", None), RandomSampler)
         if shuffled and getattr(self._batches, "generator", None) is None:
             raise ValueError(
-                "a checkpoint could not replay an interrupted epoch: this shuffled DataLoader "
-                "draws its order from the global RNG; pass DataLoader(..., "
-                "generator=torch.Generator().manual_seed(SEED))"
+                _(
+                    "a checkpoint could not replay an interrupted epoch: this shuffled "
+                    "DataLoader draws its order from the global RNG; pass DataLoader(..., "
+                    "generator=torch.Generator().manual_seed(SEED))"
+                )
             )
         return {}
 
@@ -244,7 +249,8 @@ class TranslationTask(PaddedPairsTask):
     ) -> None:
         for name in ("src_vocab", "tgt_vocab", "batches", "encode_source", "to_dict"):
             if not hasattr(data, name):
-                raise TypeError(f"data must be a TranslationData (missing .{name})")
+                message = _("data must be a TranslationData (missing .{name})")
+                raise TypeError(message.format(name=name))
         super().__init__((), data.special_ids["bos"], label_smoothing=config.label_smoothing)
         self.data, self.config = data, config
         self.arch = arch
@@ -268,16 +274,21 @@ class TranslationTask(PaddedPairsTask):
     def epoch_line(self, ctx: TaskContext, row: dict[str, float]) -> str:
         cfg = self.config
         # the train loss includes label smoothing, the validation loss does not
-        smoothed = f" (label smoothing {cfg.label_smoothing:g})" if cfg.label_smoothing else ""
-        val = (
-            f"val loss {row['val_loss']:.3f}, val BLEU {row['val_bleu']:.1f}, "
-            if len(self.data.val)
-            else "no validation split, "
+        smoothed = ""
+        if cfg.label_smoothing:
+            smoothed = _(" (label smoothing {value:g})").format(value=cfg.label_smoothing)
+        if len(self.data.val):
+            val = _("val loss {loss:.3f}, val BLEU {bleu:.1f}")
+            val = val.format(loss=row["val_loss"], bleu=row["val_bleu"])
+        else:
+            val = _("no validation split")
+        line = _(
+            "epoch {epoch}/{epochs}: train loss {loss:.3f}{smoothed}, {val}, {speed:,.0f} tokens/s"
         )
-        return (
-            f"epoch {row['epoch']}/{cfg.epochs}: train loss {row['train_loss']:.3f}{smoothed}, "
-            f"{val}{row['tokens_per_s']:,.0f} tokens/s"
-        )
+        return line.format(
+            epoch=row["epoch"], epochs=cfg.epochs, loss=row["train_loss"], smoothed=smoothed,
+            val=val, speed=row["tokens_per_s"],
+        )  # fmt: skip
 
     def end_epoch(self, ctx: TaskContext, last: bool) -> None:
         cfg = self.config
@@ -295,20 +306,25 @@ class TranslationTask(PaddedPairsTask):
 
     def check_resume(self, config: dict[str, Any], directory: Path) -> None:
         if config.get("arch") != self.arch:
+            message = _("checkpoint {directory} was trained with arch {saved!r}, not {arch!r}")
             raise ValueError(
-                f"checkpoint {directory} was trained with arch {config.get('arch')!r}, "
-                f"not {self.arch!r}"
+                message.format(directory=directory, saved=config.get("arch"), arch=self.arch)
             )
         if config.get("model_config") != json.loads(json.dumps(self.model_config)):
+            message = _("checkpoint {directory} has model config {saved}, not {model_config}")
             raise ValueError(
-                f"checkpoint {directory} has model config {config.get('model_config')}, "
-                f"not {self.model_config}"
+                message.format(
+                    directory=directory,
+                    saved=config.get("model_config"),
+                    model_config=self.model_config,
+                )
             )
         if config.get("data") != json.loads(json.dumps(self.data.to_dict())):
-            raise ValueError(
-                f"checkpoint {directory} was trained on different data/vocabularies; "
+            message = _(
+                "checkpoint {directory} was trained on different data/vocabularies; "
                 "resume with the same --data and data options"
             )
+            raise ValueError(message.format(directory=directory))
 
 
 class Trainer(Engine):
@@ -334,9 +350,11 @@ class Trainer(Engine):
         world_size: int | None = None,
     ) -> None:
         if not isinstance(model, EncoderDecoder):
-            raise TypeError(f"model must be an EncoderDecoder, got {type(model).__name__}")
+            message = _("model must be an EncoderDecoder, got {type}")
+            raise TypeError(message.format(type=type(model).__name__))
         if not isinstance(config, TrainConfig):
-            raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+            message = _("config must be a TrainConfig, got {type}")
+            raise TypeError(message.format(type=type(config).__name__))
         task = TranslationTask(
             data, config, arch=arch, model_config=model_config, data_args=data_args
         )
