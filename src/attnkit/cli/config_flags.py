@@ -17,6 +17,8 @@ import typing
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from attnkit.i18n import _
+
 __all__ = ["add_config_flags", "describe", "given_flags"]
 
 
@@ -51,9 +53,9 @@ def add_config_flags(
             continue
         typ = _scalar(hints[f.name])
         default = (defaults or {}).get(f.name, f.default)
-        help_ = f.metadata["help"]
+        help_ = _(f.metadata["help"])  # the field's documentation, in its own area
         if default is not None and typ is not bool:
-            help_ += f" (default {default})"
+            help_ = _("{help} (default {default})").format(help=help_, default=default)
         kwargs: dict[str, Any] = {"dest": prefix + f.name, "default": None, "help": help_}
         if typ is bool:
             kwargs["action"] = "store_true"
@@ -91,14 +93,15 @@ def describe(resolved) -> str:
         f"train.{f.name}" for f in dataclasses.fields(resolved.train) if flag_of(f) is None
     }
     parts = []
-    for label, name in ((f"preset {resolved.preset}", f"preset {resolved.preset!r}"),
-                        ("flag", "flags")):  # fmt: skip
+    preset = _("preset {name}").format(name=repr(resolved.preset))
+    for label, name in ((f"preset {resolved.preset}", preset), ("flag", _("flags"))):
         shown = [
             f"{key.split('.', 1)[1]}={values[key]!r}"
             for key, source in resolved.sources.items()
             if source == label and key in values and key not in hidden
         ]
         if shown:
-            parts.append(f"{name}: {', '.join(shown)}")
-    rest = "the checkpoint's" if "checkpoint" in resolved.sources.values() else "defaults"
-    return "; ".join([*parts, f"the rest: {rest}"])
+            parts.append(_("{source}: {values}").format(source=name, values=", ".join(shown)))
+    rest = _("the checkpoint's") if "checkpoint" in resolved.sources.values() else _("defaults")
+    # i18n: between the parts of the settings line ("preset 'x': ...; flags: ...; the rest: ...")
+    return _("; ").join([*parts, _("the rest: {rest}").format(rest=rest)])

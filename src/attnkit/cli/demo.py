@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from attnkit.i18n import _
+
 __all__ = ["register", "run_demo"]
 
 DEMO_SENTENCES = [
@@ -30,18 +32,18 @@ def register(sub) -> None:
     demo = RECIPES["translate"]["demo"]
     p = sub.add_parser(
         "demo",
-        help="the main job: train the default Transformer translator, report BLEU, draw attention",
-    )
-    p.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")
-    p.add_argument(
-        "--epochs", type=int, default=None, help=f"training epochs (default {demo.train['epochs']})"
-    )
+        help=_("the main job: train the default Transformer translator, report BLEU, draw "
+               "attention"),
+    )  # fmt: skip
+    p.add_argument("--out", default="runs/demo", help=_("output folder (default runs/demo)"))
+    p.add_argument("--epochs", type=int, default=None,
+                   help=_("training epochs (default {n})").format(n=demo.train["epochs"]))  # fmt: skip
     p.add_argument("--num-pairs", type=int, default=None,
-                   help=f"generated pairs (default {demo.data['num_pairs']})")  # fmt: skip
+                   help=_("generated pairs (default {n})").format(n=demo.data["num_pairs"]))  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--fresh", action="store_true", help="retrain even if a checkpoint exists")
-    p.add_argument("--tour", action="store_true", help="also run the attention tour")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--fresh", action="store_true", help=_("retrain even if a checkpoint exists"))
+    p.add_argument("--tour", action="store_true", help=_("also run the attention tour"))
+    p.add_argument("--no-progress", action="store_true", help=_("no progress bar"))
     p.set_defaults(
         func=lambda a: run_demo(
             Path(a.out),
@@ -57,7 +59,7 @@ def register(sub) -> None:
 
 def _encodable(data, sentence: str) -> bool:
     try:
-        src, _ = data.encode_source([sentence])
+        src, _valid = data.encode_source([sentence])
     except ValueError:
         return False
     return bool((src != data.src_vocab.unk).all())
@@ -85,7 +87,7 @@ def run_demo(
     from attnkit.training.translation import Trainer
 
     if epochs is not None and epochs < 1:
-        raise ValueError(f"--epochs must be >= 1, got {epochs}")
+        raise ValueError(_("--epochs must be >= 1, got {epochs}").format(epochs=epochs))
     start = time.perf_counter()
     ckpt = out / "transformer"
     # the demo recipe, with the epochs, pairs and seed asked for
@@ -96,30 +98,34 @@ def run_demo(
     epochs = train_cfg.epochs
     if fresh and ckpt.exists():
         shutil.rmtree(ckpt)
-    print(f"attnkit demo: English -> French Transformer on the generated corpus (seed {seed})")
+    print(_("attnkit demo: English -> French Transformer on the generated corpus (seed {seed})")
+          .format(seed=seed))  # fmt: skip
     data = load_translation_data(**data_args)
     print(
-        f"  data: {len(data.train):,} train / {len(data.val):,} val / {len(data.test):,} test "
-        f"pairs, vocabularies {len(data.src_vocab)} (en) / {len(data.tgt_vocab)} (fr)"
-    )
+        _("  data: {train:,} train / {val:,} val / {test:,} test pairs, vocabularies {src} (en) "
+          "/ {tgt} (fr)").format(train=len(data.train), val=len(data.val), test=len(data.test),
+                                 src=len(data.src_vocab), tgt=len(data.tgt_vocab))
+    )  # fmt: skip
     model_config = dataclasses.asdict(resolved.model)
     torch.manual_seed(seed)
     model = build_model("transformer", model_config, len(data.src_vocab), len(data.tgt_vocab))
     n_params = sum(p.numel() for p in model.parameters())
     print(
-        f"  model: Transformer, recipe 'demo' ({model_config['d_model']} wide, "
-        f"{model_config['num_layers']} layers, {model_config['num_heads']} heads), "
-        f"{n_params:,} parameters"
-    )
+        _("  model: Transformer, recipe 'demo' ({width} wide, {layers} layers, {heads} heads), "
+          "{params:,} parameters").format(width=model_config["d_model"], params=n_params,
+                                          layers=model_config["num_layers"],
+                                          heads=model_config["num_heads"])
+    )  # fmt: skip
     trainer = Trainer(
         model, data, train_cfg, arch="transformer", model_config=model_config, data_args=data_args
     )
     if trainer.resume():
-        print(f"  resuming {ckpt} at epoch {trainer.epoch}/{epochs}")
+        print(_("  resuming {ckpt} at epoch {epoch}/{epochs}").format(
+            ckpt=ckpt, epoch=trainer.epoch, epochs=epochs))  # fmt: skip
     if trainer.epoch < epochs:
         trainer.fit()
     else:
-        print("  already trained (pass --fresh to train again)")
+        print(_("  already trained (pass --fresh to train again)"))
     trainer.plot(ckpt / "curves.png")
     train_s = time.perf_counter() - start
 
@@ -130,19 +136,19 @@ def run_demo(
     decode_s = time.perf_counter() - t0
     srcs, hyps, refs, bleu, chrf = ev.sources, ev.hyps, ev.refs, ev.bleu, ev.chrf
     exact = sum(h == r for h, r in zip(hyps, refs)) / max(len(refs), 1)
-    print(
-        f"\ntest BLEU {bleu:.1f}, chrF {chrf:.1f} (sacrebleu), exact match {exact:.1%} "
-        f"on {len(refs):,} sentences ({len(refs) / decode_s:,.0f} sentences/s, batched greedy)"
-    )
-    print("\nexamples (test split):")
+    print("\n" + _(
+        "test BLEU {bleu:.1f}, chrF {chrf:.1f} (sacrebleu), exact match {exact:.1%} on {n:,} "
+        "sentences ({speed:,.0f} sentences/s, batched greedy)"
+    ).format(bleu=bleu, chrf=chrf, exact=exact, n=len(refs), speed=len(refs) / decode_s))  # fmt: skip
+    print("\n" + _("examples (test split):"))
     for i in range(min(6, len(srcs))):
-        mark = "ok" if hyps[i] == refs[i] else f"reference: {refs[i]}"
+        mark = _("ok") if hyps[i] == refs[i] else _("reference: {ref}").format(ref=refs[i])
         print(f"  {srcs[i]}  =>  {hyps[i]}   [{mark}]")
 
     # -- pictures
     pics = []
     shown = [s for s in DEMO_SENTENCES if _encodable(data, s)] or srcs[:1]
-    print("\nattention pictures of (crossing alignments, negation):")
+    print("\n" + _("attention pictures of (crossing alignments, negation):"))
     for i, sentence in enumerate(shown):
         maps = translator.maps(sentence)
         mean_path = ckpt / f"attention_{i + 1}.png"
@@ -153,21 +159,25 @@ def run_demo(
             plot_attention_maps(maps, grid, all_heads=True)
             pics.append(grid)
         print(f"  {sentence}  =>  {maps.translation}")
-    print(f"\ncheckpoint:  {ckpt}/ (config.json, weights, optimizer and RNG state)")
-    print(f"curve:       {ckpt / 'curves.png'}")
+    print("\n" + _("checkpoint:  {path}/ (config.json, weights, optimizer and RNG state)")
+          .format(path=ckpt))  # fmt: skip
+    print(_("curve:       {path}").format(path=ckpt / "curves.png"))
     for p in pics:
-        print(f"heatmaps:    {p}")
+        print(_("heatmaps:    {path}").format(path=p))
     if tour:
         from attnkit.cli.tour import run_tour
 
         run_tour(out / "tour", seed)
-    print(f"\ndone in {time.perf_counter() - start:.0f} s (training and loading {train_s:.0f} s)")
+    print("\n" + _("done in {total:.0f} s (training and loading {train:.0f} s)").format(
+        total=time.perf_counter() - start, train=train_s))  # fmt: skip
     exe = _attnkit_command()
-    print("next:")
+    print(_("next:"))
     print(f'  {exe} translate run --checkpoint {ckpt} "{shown[0]}" --heatmap attention.png')
     print(f"  {exe} translate eval --checkpoint {ckpt}")
-    print(f"  {exe} serve --checkpoint {ckpt}    # explore its attention in a browser")
-    print("real English in, real French out: the Tatoeba fra.txt, subwords, 30 minutes on 2 cores")
+    explore = _("explore its attention in a browser")
+    print(f"  {exe} serve --checkpoint {ckpt}    # {explore}")
+    print(_("real English in, real French out: the Tatoeba fra.txt, subwords, 30 minutes on 2 "
+            "cores"))  # fmt: skip
     print(f"  {exe} translate train --arch transformer --preset base --data fra.txt "
           "--tokenizer sentencepiece --time-budget 1800 --out runs/fr")  # fmt: skip
     print(f'  {exe} translate run --checkpoint runs/fr "Where is the train station?"')

@@ -14,29 +14,33 @@ import sys
 import time
 from pathlib import Path
 
+from attnkit.i18n import _
+
 __all__ = ["register"]
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "exercises",
-        help="the chapters' exercises, answered (attnkit exercises --list)",
-        description="Every end-of-section exercise of d2l chapters 8-10 (0.17 / zh; 1.0: "
-        "9-11): the question, the measured values and the answer.",
-    )
-    p.add_argument("exercise", nargs="?", default=None, help="an ID from --list, or 'all'")
-    p.add_argument("--list", action="store_true", help="one line per exercise")
-    p.add_argument("--edition", default="0.17", help="numbering: 0.17 (default, = zh) or 1.0")
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
-    p.add_argument("--out", default=None, help="folder for the figures (default: none written)")
-    p.add_argument("--small", action="store_true", help="small, fast sizes (as the tests)")
+        help=_("the chapters' exercises, answered (attnkit exercises --list)"),
+        description=_("Every end-of-section exercise of d2l chapters 8-10 (0.17 / zh; 1.0: "
+                      "9-11): the question, the measured values and the answer."),
+    )  # fmt: skip
+    p.add_argument("exercise", nargs="?", default=None, help=_("an ID from --list, or 'all'"))
+    p.add_argument("--list", action="store_true", help=_("one line per exercise"))
+    p.add_argument("--edition", default="0.17", help=_("numbering: 0.17 (default, = zh) or 1.0"))
+    p.add_argument("--json", action="store_true", help=_("print JSON instead of text"))
+    p.add_argument("--out", default=None,
+                   help=_("folder for the figures (default: none written)"))  # fmt: skip
+    p.add_argument("--small", action="store_true", help=_("small, fast sizes (as the tests)"))
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--book", default=None, help="with 'all': write the answer book into DIR")
+    p.add_argument("--book", default=None,
+                   help=_("with 'all': write the answer book into DIR"))  # fmt: skip
     p.add_argument(
         "--render-book",
         default=None,
         metavar="DIR",
-        help="render DIR/exercises*.md again from DIR/exercises.json (no experiment runs)",
+        help=_("render DIR/exercises*.md again from DIR/exercises.json (no experiment runs)"),
     )
     p.set_defaults(func=_main)
 
@@ -61,10 +65,11 @@ def _main(a) -> int:
             print(path)
         return 0
     if a.exercise is None:
-        raise ValueError("name an exercise (attnkit exercises --list), 'all', or pass --list")
+        raise ValueError(_("name an exercise (attnkit exercises --list), 'all', or pass --list"))
     if a.book is not None:
         if a.exercise != "all":
-            raise ValueError(f"--book writes every exercise: use 'all', got {a.exercise!r}")
+            raise ValueError(_("--book writes every exercise: use 'all', got {exercise}")
+                             .format(exercise=repr(a.exercise)))  # fmt: skip
         for path in write_book(a.book, seed=a.seed, small=a.small):
             print(path)
         return 0
@@ -85,5 +90,6 @@ def _main(a) -> int:
             print(f"  {out / name}")
         print()
     if len(runs) > 1:
-        print(f"{len(runs)} exercises in {time.perf_counter() - t0:.1f} s")
+        print(_("{n} exercises in {seconds:.1f} s").format(n=len(runs),
+                                                          seconds=time.perf_counter() - t0))  # fmt: skip
     return 0

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["register", "run_train"]
+from attnkit.i18n import _
 
-DEFAULT_PROMPTS = ("time traveller", "traveller")
+__all__ = ["register", "run_train"]
 
 
 def register(sub) -> None:
@@ -47,60 +47,62 @@ def register(sub) -> None:
     from attnkit.training.recipes import LM_DEFAULTS, RECIPES
 
     book, tf = LM_DEFAULTS["rnn"], LM_DEFAULTS["transformer"]
-    p = sub.add_parser("lm", help="language models (RNN, GRU, LSTM, Transformer): train, "
-                       "generate, import/export GPT-2")  # fmt: skip
-    verbs = p.add_subparsers(dest="lm_command", metavar="VERB")
+    p = sub.add_parser("lm", help=_("language models (RNN, GRU, LSTM, Transformer): train, "
+                                    "generate, import/export GPT-2"))  # fmt: skip
+    verbs = p.add_subparsers(dest="lm_command", metavar=_("VERB"))
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
-    t = verbs.add_parser("train", help="train a character, word or subword language model")
+    t = verbs.add_parser("train", help=_("train a character, word or subword language model"))
     # every setting defaults to None: a new run fills in the recipe's, --resume the
     # checkpoint's (and refuses model/data options that differ from them)
     t.add_argument("--arch", choices=list(LM_ARCHS), default=None,
-                   help="rnn: the book's recurrent LMs (default); transformer: the "
-                   "decoder-only Transformer")  # fmt: skip
+                   help=_("rnn: the book's recurrent LMs (default); transformer: the "
+                          "decoder-only Transformer"))  # fmt: skip
     t.add_argument(
         "--preset",
         metavar="NAME",
-        help=f"a named recipe (attnkit.training.recipes): {', '.join(RECIPES['lm'])}; "
-        f"default: {book.name} for --arch rnn, {tf.name} for --arch transformer; flags "
-        "override it",
-    )
+        help=_("a named recipe (attnkit.training.recipes): {names}; default: {book} for --arch "
+               "rnn, {tf} for --arch transformer; flags override it")
+        .format(names=", ".join(RECIPES["lm"]), book=book.name, tf=tf.name),
+    )  # fmt: skip
     model = t.add_argument_group(
-        f"model, --arch rnn (fields of LMConfig; --layers is both archs': default "
-        f"{book.model.num_layers} for rnn, {tf.model.num_layers} for transformer)"
-    )
+        _("model, --arch rnn (fields of LMConfig; --layers is both archs': default {rnn} for "
+          "rnn, {tf} for transformer)").format(rnn=book.model.num_layers, tf=tf.model.num_layers)
+    )  # fmt: skip
     add_config_flags(model, LMConfig, prefix="model__", defaults=dataclasses.asdict(book.model))
-    model = t.add_argument_group("model, --arch transformer (fields of DecoderLMConfig)")
+    model = t.add_argument_group(_("model, --arch transformer (fields of DecoderLMConfig)"))
     add_config_flags(model, DecoderLMConfig, prefix="model__", skip={"num_layers"},
                      defaults=dataclasses.asdict(tf.model))  # fmt: skip
-    _data_flags(t.add_argument_group("data"), book.data, tf.data)
+    _data_flags(t.add_argument_group(_("data")), book.data, tf.data)
     train = t.add_argument_group(
-        "training (fields of LMTrainConfig; the defaults shown are --arch rnn's, --arch "
-        f"transformer's are its recipe's: {', '.join(f'{k}={v}' for k, v in tf.train.items())})"
-    )
+        _("training (fields of LMTrainConfig; the defaults shown are --arch rnn's, --arch "
+          "transformer's are its recipe's: {settings})")
+        .format(settings=", ".join(f"{k}={v}" for k, v in tf.train.items()))
+    )  # fmt: skip
     add_config_flags(train, LMTrainConfig, prefix="train__", defaults=book.train)
-    t.add_argument("--device", default="cpu", help="cpu, cuda, cuda:0 ... (default cpu)")
-    t.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
-    t.add_argument("--out", default="runs/lm", help="checkpoint folder (default runs/lm)")
+    t.add_argument("--device", default="cpu", help=_("cpu, cuda, cuda:0 ... (default cpu)"))
+    t.add_argument("--threads", type=int, default=None, help=_("torch.set_num_threads"))
+    t.add_argument("--out", default="runs/lm", help=_("checkpoint folder (default runs/lm)"))
     t.add_argument(
         "--resume",
         action="store_true",
-        help="continue the checkpoint in --out (saved after every epoch and on Ctrl-C) "
-        "until --epochs",
-    )
-    t.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --out")
+        help=_("continue the checkpoint in --out (saved after every epoch and on Ctrl-C) "
+               "until --epochs"),
+    )  # fmt: skip
+    t.add_argument("--overwrite", action="store_true",
+                   help=_("replace a checkpoint already in --out"))  # fmt: skip
     t.add_argument("--sample-tokens", type=int, default=50, metavar="N",
-                   help="tokens of each sample written to samples.txt after training "
-                   "(default 50)")  # fmt: skip
+                   help=_("tokens of each sample written to samples.txt after training "
+                          "(default 50)"))  # fmt: skip
     t.add_argument(
         "--nproc",
         type=int,
         default=None,
-        help="train with N processes (DistributedDataParallel, as torchrun does); "
-        "--batch-size stays the global batch, split by rows",
-    )
-    t.add_argument("--no-progress", action="store_true", help="no progress bar")
-    t.add_argument("--debug", action="store_true", help="show tracebacks")
+        help=_("train with N processes (DistributedDataParallel, as torchrun does); "
+               "--batch-size stays the global batch, split by rows"),
+    )  # fmt: skip
+    t.add_argument("--no-progress", action="store_true", help=_("no progress bar"))
+    t.add_argument("--debug", action="store_true", help=_("show tracebacks"))
     t.set_defaults(func=run_train)
     register_generate(verbs)
     register_transfer(verbs)
@@ -108,47 +110,47 @@ def register(sub) -> None:
 
 def _data_flags(data, book: dict, tf: dict) -> None:
     src = data.add_mutually_exclusive_group()
-    src.add_argument(
-        "--data", metavar="FILE", help="a local UTF-8 text file (e.g. timemachine.txt)"
-    )
+    src.add_argument("--data", metavar="FILE",
+                     help=_("a local UTF-8 text file (e.g. timemachine.txt)"))  # fmt: skip
     src.add_argument(
         "--dataset",
         choices=["builtin", "time_machine"],
         default=None,
-        help="builtin: Python's pydoc topics, offline (default); time_machine: download",
+        help=_("builtin: Python's pydoc topics, offline (default); time_machine: download"),
     )
     data.add_argument("--tokenizer", choices=["book", "sentencepiece"], default=None,
-                      help="book: the book's letters and spaces, as --token characters or "
-                      "words (default); sentencepiece: subword pieces of the raw text, "
-                      "trained on it")  # fmt: skip
+                      help=_("book: the book's letters and spaces, as --token characters or "
+                             "words (default); sentencepiece: subword pieces of the raw text, "
+                             "trained on it"))  # fmt: skip
     data.add_argument("--token", choices=["char", "word"], default=None,
-                      help=f"with --tokenizer book (default {book['token']})")  # fmt: skip
+                      help=_("with --tokenizer book (default {token})").format(token=book["token"]))  # fmt: skip
     data.add_argument("--vocab-size", type=int, default=None, metavar="N",
-                      help="SentencePiece pieces, with --tokenizer sentencepiece "
-                      f"(default {book['subword_vocab']})")  # fmt: skip
+                      help=_("SentencePiece pieces, with --tokenizer sentencepiece (default {n})")
+                      .format(n=book["subword_vocab"]))  # fmt: skip
     data.add_argument("--max-tokens", type=int, default=None,
-                      help=f"-1 for all (default {book['max_tokens']} for rnn, "
-                      f"{tf['max_tokens']} for transformer)")  # fmt: skip
+                      help=_("-1 for all (default {rnn} for rnn, {tf} for transformer)")
+                      .format(rnn=book["max_tokens"], tf=tf["max_tokens"]))  # fmt: skip
     data.add_argument("--batch-size", type=int, default=None,
-                      help=f"the global batch (default {book['batch_size']} for rnn, "
-                      f"{tf['batch_size']} for transformer)")  # fmt: skip
+                      help=_("the global batch (default {rnn} for rnn, {tf} for transformer)")
+                      .format(rnn=book["batch_size"], tf=tf["batch_size"]))  # fmt: skip
     data.add_argument("--num-steps", type=int, default=None,
-                      help=f"time steps per batch (default {book['num_steps']} for rnn, "
-                      "the --context for transformer)")  # fmt: skip
+                      help=_("time steps per batch (default {rnn} for rnn, the --context for "
+                             "transformer)").format(rnn=book["num_steps"]))  # fmt: skip
     data.add_argument("--random-iter", action="store_true", default=None,
-                      help="random sampling, not sequential (transformer: the default)")  # fmt: skip
+                      help=_("random sampling, not sequential (transformer: the default)"))  # fmt: skip
     data.add_argument("--val-fraction", type=float, default=None, metavar="F",
-                      help="the last F of the corpus held out for the validation perplexity "
-                      f"(default {book['val_fraction']} for rnn, {tf['val_fraction']} for "
-                      "transformer)")  # fmt: skip
+                      help=_("the last F of the corpus held out for the validation perplexity "
+                             "(default {rnn} for rnn, {tf} for transformer)")
+                      .format(rnn=book["val_fraction"], tf=tf["val_fraction"]))  # fmt: skip
     data.add_argument("--val-steps", type=int, default=None, metavar="N",
-                      help="tokens per validation window, each from a fresh state (default: "
-                      "--num-steps); one length for models trained on different windows")  # fmt: skip
+                      help=_("tokens per validation window, each from a fresh state (default: "
+                             "--num-steps); one length for models trained on different "
+                             "windows"))  # fmt: skip
 
 
 def _positive(flag: str, value: int) -> None:
     if value <= 0:
-        raise ValueError(f"{flag} must be positive, got {value}")
+        raise ValueError(_("{flag} must be positive, got {value}").format(flag=flag, value=value))
 
 
 def _checkpoint_config(out: Path) -> dict | None:
@@ -159,17 +161,24 @@ def _checkpoint_config(out: Path) -> dict | None:
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise ValueError(f"{path} is not readable JSON ({e})") from None
+        raise ValueError(
+            _("{path} is not readable JSON ({error})").format(path=path, error=e)
+        ) from None
     return config if isinstance(config, dict) else {}
+
+
+def _is_lm(config: dict) -> bool:
+    return config.get("task") == "lm" or "cell" in config
 
 
 def _kind(config: dict) -> str:
     """What a checkpoint's config.json holds, for messages."""
-    if config.get("task") != "lm" and "cell" not in config:
-        return "not a language model"
+    if not _is_lm(config):
+        return _("not a language model")
     arch = config.get("cell") if config.get("arch", "rnn") == "rnn" else config.get("arch")
     done = config.get("epochs_done", config.get("epochs"))
-    return f"{arch} language model, epoch {done} of {config.get('epochs')}"
+    return _("{arch} language model, epoch {done} of {epochs}").format(
+        arch=arch, done=done, epochs=config.get("epochs"))  # fmt: skip
 
 
 def _resolve(a: argparse.Namespace):
@@ -186,28 +195,32 @@ def _resolve(a: argparse.Namespace):
 
     out = Path(a.out)
     if a.resume and a.overwrite:
-        raise ValueError("--resume and --overwrite exclude each other: continue or replace")
+        raise ValueError(_("--resume and --overwrite exclude each other: continue or replace"))
     previous = _checkpoint_config(out)
     if previous is not None and not (a.resume or a.overwrite):
         raise ValueError(
-            f"{out} already holds a checkpoint ({_kind(previous)}); pass --resume to continue "
-            "it, --overwrite to replace it, or --out for a new folder"
-        )
+            _("{out} already holds a checkpoint ({kind}); pass --resume to continue it, "
+              "--overwrite to replace it, or --out for a new folder")
+            .format(out=out, kind=_kind(previous))
+        )  # fmt: skip
     if not a.resume or previous is None:
         if a.resume and os.environ.get("RANK", "0") == "0":
-            print(f"note: no checkpoint in {out} yet; starting a new run", file=sys.stderr)
+            print(_("note: no checkpoint in {out} yet; starting a new run").format(out=out),
+                  file=sys.stderr)  # fmt: skip
         previous = None
-    elif _kind(previous) == "not a language model":
+    elif not _is_lm(previous):
         raise ValueError(
-            f"{out} holds a translation checkpoint, not a language model from `attnkit lm train`"
-        )
+            _("{out} holds a translation checkpoint, not a language model from "
+              "`attnkit lm train`").format(out=out)
+        )  # fmt: skip
     elif previous.get("format") is None:
         read_checkpoint_config(out, task="lm")  # the layout before the one format: one error
     elif "trainer" not in previous.get("files", {}):
         raise ValueError(
-            f"{out} holds a language model without training state (weights only), so it "
-            "cannot be resumed. Pass --overwrite to replace it, or --out for a new folder"
-        )
+            _("{out} holds a language model without training state (weights only), so it "
+              "cannot be resumed. Pass --overwrite to replace it, or --out for a new folder")
+            .format(out=out)
+        )  # fmt: skip
     data = {"source": a.data or a.dataset, "token": a.token, "max_tokens": a.max_tokens,
             "batch_size": a.batch_size, "num_steps": a.num_steps, "use_random_iter": a.random_iter,
             "val_fraction": a.val_fraction, "val_steps": a.val_steps, "tokenizer": a.tokenizer,
@@ -229,18 +242,18 @@ def run_train(a: argparse.Namespace) -> int:
         if value is not None:
             _positive(flag, value)
     if a.sample_tokens < 0:
-        raise ValueError(f"--sample-tokens must be >= 0, got {a.sample_tokens}")
+        raise ValueError(_("--sample-tokens must be >= 0, got {n}").format(n=a.sample_tokens))
     resolved, previous = _resolve(a)
     batch_size = resolved.data["batch_size"]
-    _, world, _ = distributed.world_from_env()
+    _rank, world, _local = distributed.world_from_env()
     if a.nproc is not None:
         _positive("--nproc", a.nproc)
     processes = a.nproc if world == 1 and a.nproc is not None else world
     if processes > batch_size:
         raise ValueError(
-            f"--batch-size {batch_size} is the global batch, split by rows over "
-            f"{processes} processes: it must be at least {processes}"
-        )
+            _("--batch-size {batch} is the global batch, split by rows over {n} processes: it "
+              "must be at least {n}").format(batch=batch_size, n=processes)
+        )  # fmt: skip
     if processes > 1 and world == 1:
         # relaunch this very command in N processes (what torchrun would do)
         return distributed.launch(processes, distributed.without_nproc(a.argv))
@@ -294,21 +307,15 @@ def _run_config(arch: str, model, resolved, world: int, tokenizer) -> dict:
     return {"arch": arch, **fields, **data, **train, "processes": world}
 
 
-def _describe_model(arch: str, model, m) -> str:
-    params = sum(p.numel() for p in model.parameters())
-    if arch == "transformer":
-        return (
-            f"Transformer LM: {m.num_layers} block(s), d_model {m.d_model}, {m.num_heads} heads "
-            f"({model.config.kv_heads} key/value), FFN {m.ffn_hidden}, {m.positions} positions, "
-            f"context {m.context_length}, {params:,} parameters"
-        )
-    kind = ("scratch " if m.scratch else "torch.nn ") + m.cell.upper()
-    bidirectional = ", bidirectional" if m.bidirectional else ""
-    return f"{kind}: {m.num_layers} layer(s){bidirectional}, {m.num_hiddens} hiddens"
-
-
 def _train(a: argparse.Namespace, resolved, previous, rank: int, world: int) -> int:
     from attnkit.cli.config_flags import describe
+    from attnkit.cli.lm_report import (
+        describe_model,
+        model_kind,
+        plot_perplexity,
+        run_line,
+        write_samples,
+    )
     from attnkit.data.lm import LMDataLoader
     from attnkit.metrics import perplexity
     from attnkit.training.engine import Engine
@@ -319,7 +326,7 @@ def _train(a: argparse.Namespace, resolved, previous, rank: int, world: int) -> 
         torch.set_num_threads(a.threads)
     arch, m, c, d = resolved.arch, resolved.model, resolved.train, resolved.data
     source, out = d["source"], Path(a.out)
-    say(f"settings: {describe(resolved)}")
+    say(_("settings: {settings}").format(settings=describe(resolved)))
     torch.manual_seed(c.seed)
     corpus, vocab, tokenizer = _corpus(d, out, previous)
     held = int(len(corpus) * d["val_fraction"])  # the last tokens: the validation split
@@ -343,77 +350,41 @@ def _train(a: argparse.Namespace, resolved, previous, rank: int, world: int) -> 
     if a.resume and (out / "config.json").is_file():
         engine.resume()  # the optimizer takes this run's lr (--lr may change on resume)
         if engine.epoch >= c.epochs:
-            say(
-                f"nothing to train: {out} is at epoch {engine.epoch} of --epochs {c.epochs} "
-                "(pass a larger --epochs to train on)"
-            )
+            say(_("nothing to train: {out} is at epoch {epoch} of --epochs {epochs} (pass a "
+                  "larger --epochs to train on)").format(out=out, epoch=engine.epoch,
+                                                         epochs=c.epochs))  # fmt: skip
             return 0
     if world > 1:
-        say(f"distributed: {world} processes; --batch-size {d['batch_size']} is global")
-    unit = "subword" if tokenizer is not None else d["token"]
-    split = f" ({held} held out for validation)" if held else ""
-    say(
-        f"{_describe_model(arch, model, m)}, vocab {len(vocab)}, corpus {len(corpus)} {unit} "
-        f"tokens{split} from {source}; {c.optimizer} lr {c.lr}, clip {c.clip}, {c.epochs} epochs"
-    )
+        say(_("distributed: {world} processes; --batch-size {batch} is global")
+            .format(world=world, batch=d["batch_size"]))  # fmt: skip
+    say(run_line(describe_model(arch, model, m), len(vocab), len(corpus), held, source, c,
+                  "subword" if tokenizer is not None else d["token"]))  # fmt: skip
     if a.resume and engine.step:
-        at = f", batch {engine.batch_in_epoch} of epoch {engine.epoch + 1}"
-        say(f"resuming {out} after epoch {engine.epoch}{at if engine.batch_in_epoch else ''}")
+        if engine.batch_in_epoch:
+            at = _("resuming {out} after epoch {epoch}, batch {batch} of epoch {next}")
+        else:
+            at = _("resuming {out} after epoch {epoch}")
+        say(at.format(out=out, epoch=engine.epoch, batch=engine.batch_in_epoch,
+                      next=engine.epoch + 1))  # fmt: skip
     history = LMHistory.from_engine(engine.fit())  # TrainingInterrupted: saved, exit 130
     ppl = perplexity(engine.history["train_loss"][-1])
     val = engine.history.get("val_perplexity", [])
-    said = f", validation perplexity {val[-1]:.2f}" if val else ""
     speed = sum(history.tokens_per_sec) / len(history.tokens_per_sec)
-    say(f"perplexity {ppl:.2f}{said}, {speed:.1f} tokens/sec on {device}, {history.seconds:.1f} s")
+    if val:
+        done = _("perplexity {ppl:.2f}, validation perplexity {val:.2f}, {speed:.1f} tokens/sec "
+                 "on {device}, {seconds:.1f} s")  # fmt: skip
+    else:
+        done = _("perplexity {ppl:.2f}, {speed:.1f} tokens/sec on {device}, {seconds:.1f} s")
+    say(done.format(ppl=ppl, val=val[-1] if val else 0.0, speed=speed, device=device,
+                    seconds=history.seconds))  # fmt: skip
     if rank != 0:  # rank 0 alone writes the checkpoint, the plot and the samples
         return 0
     # the checkpoint (config.json with the vocabulary and history, weights, trainer
     # state) was written after the last epoch
-    _plot(out, history.perplexity, val, f"{_describe_model(arch, model, m).split(':')[0]} on "
-          f"{Path(str(source)).name}")  # fmt: skip
-    _write_samples(a, out, model, vocab, tokenizer, d, c.seed)
-    print(f"wrote {out}/config.json, model and trainer state, perplexity.png, samples.txt")
-    return 0
-
-
-def _plot(out: Path, train: list[float], val: list[float], title: str) -> None:
-    import matplotlib.pyplot as plt
-
-    from attnkit.checkpoint import atomic_write
-    from attnkit.viz import plot_curves
-
-    curves = {"train": train, **({"validation": val} if len(val) == len(train) else {})}
-    fig = plot_curves(curves, ylabel="perplexity", title=title)
-    atomic_write(out / "perplexity.png", lambda tmp: fig.savefig(tmp, format="png", dpi=120))
-    plt.close(fig)  # written: do not keep it open in this process
-
-
-def _write_samples(a, out: Path, model, vocab, tokenizer, d, seed: int) -> None:
-    """Greedy and sampled (temperature 0.8) continuations of a few prompts: samples.txt."""
-    from attnkit.checkpoint import atomic_write
-    from attnkit.data.lm import read_corpus_lines
-    from attnkit.inference.generation import generate
-
-    context = getattr(model, "context_length", None)  # a Transformer's prompts fit in it
-    if tokenizer is not None:  # the text's first pieces
-        first = next(
-            (line for line in read_corpus_lines(d["source"], normalize=False) if line.strip()),
-            "The",
-        )
-        first = tokenizer.decode(tokenizer.encode(first)[: min(4, (context or 8) // 2 or 1)])
-        prompts, codec = [first], {"tokenizer": tokenizer}
-    else:
-        prompts = list(DEFAULT_PROMPTS) if d["token"] == "char" else ["the"]
-        prompts = [p[-context:] for p in prompts] if context else prompts
-        codec = {"vocab": vocab, "token": d["token"], "unknown": "unk"}
-    n = a.sample_tokens
-    greedy = generate(model, prompts, max_new_tokens=n, **codec)
-    sampled = generate(model, prompts, max_new_tokens=n, temperature=0.8, seed=seed, **codec)
-    samples = []
-    for g, s in zip(greedy, sampled, strict=True):
-        samples += [f"greedy          | {g}", f"temperature 0.8 | {s}"]
-    atomic_write(
-        out / "samples.txt",
-        lambda tmp: Path(tmp).write_text("\n".join(samples) + "\n", encoding="utf-8"),
+    plot_perplexity(
+        out, history.perplexity, val, f"{model_kind(arch, m)} on {Path(str(source)).name}"
     )
-    print("\n".join(samples))
+    write_samples(a, out, model, vocab, tokenizer, d, c.seed)
+    print(_("wrote {out}/config.json, model and trainer state, perplexity.png, samples.txt")
+          .format(out=out))  # fmt: skip
+    return 0

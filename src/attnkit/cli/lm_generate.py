@@ -25,6 +25,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from attnkit.i18n import _
+
 __all__ = ["register_generate", "run_generate"]
 
 # the generate() arguments as the command line spells them (for its error messages)
@@ -33,33 +35,35 @@ _FLAGS = {"max_new_tokens": "--max-new-tokens", "temperature": "--temperature",
 
 
 def register_generate(verbs) -> None:
-    g = verbs.add_parser("generate", help="continue prompts with a trained language model")
+    g = verbs.add_parser("generate", help=_("continue prompts with a trained language model"))
     g.add_argument("--checkpoint", required=True, metavar="DIR",
-                   help="folder from `lm train` or `lm import`, or a GPT-2 folder or hub name")  # fmt: skip
+                   help=_("folder from `lm train` or `lm import`, or a GPT-2 folder or hub "
+                          "name"))  # fmt: skip
     prompts = g.add_mutually_exclusive_group(required=True)
-    prompts.add_argument("--prompt", metavar="TEXT", help="one prompt, streamed as it comes")
-    prompts.add_argument("--input", metavar="FILE", help="a UTF-8 file of prompts, one a line")
+    prompts.add_argument("--prompt", metavar="TEXT", help=_("one prompt, streamed as it comes"))
+    prompts.add_argument("--input", metavar="FILE",
+                         help=_("a UTF-8 file of prompts, one a line"))  # fmt: skip
     g.add_argument("--max-new-tokens", type=int, default=50, metavar="N",
-                   help="tokens to add to each prompt (default 50)")  # fmt: skip
+                   help=_("tokens to add to each prompt (default 50)"))  # fmt: skip
     g.add_argument("--temperature", type=float, default=0.0,
-                   help="0 = greedy (default); > 0 samples from softmax(logits / T)")  # fmt: skip
+                   help=_("0 = greedy (default); > 0 samples from softmax(logits / T)"))  # fmt: skip
     g.add_argument("--top-k", type=int, default=None, metavar="K",
-                   help="sample among the K most likely tokens only")  # fmt: skip
+                   help=_("sample among the K most likely tokens only"))  # fmt: skip
     g.add_argument("--top-p", type=float, default=None, metavar="P",
-                   help="sample in the nucleus: the smallest set of tokens with mass >= P, "
-                   "in (0, 1]")  # fmt: skip
+                   help=_("sample in the nucleus: the smallest set of tokens with mass >= P, "
+                          "in (0, 1]"))  # fmt: skip
     g.add_argument("--seed", type=int, default=None,
-                   help="seed of the sampling (the same seed: the same sample)")  # fmt: skip
+                   help=_("seed of the sampling (the same seed: the same sample)"))  # fmt: skip
     g.add_argument("--batch-size", type=int, default=32, metavar="B",
-                   help="--input prompts generated together (default 32)")  # fmt: skip
+                   help=_("--input prompts generated together (default 32)"))  # fmt: skip
     g.add_argument("--device", default="cpu")
     g.add_argument("--heatmap", metavar="PNG",
-                   help="with --prompt, a Transformer: each new token's attention over its "
-                   "context, one panel per layer (mean over heads), drawn into PNG (the text "
-                   "is printed when done, not streamed)")  # fmt: skip
+                   help=_("with --prompt, a Transformer: each new token's attention over its "
+                          "context, one panel per layer (mean over heads), drawn into PNG (the "
+                          "text is printed when done, not streamed)"))  # fmt: skip
     g.add_argument("--int8", action="store_true",
-                   help="int8 weights in the linear layers (CPU; attnkit.inference.int8)")  # fmt: skip
-    g.add_argument("--debug", action="store_true", help="show tracebacks")
+                   help=_("int8 weights in the linear layers (CPU; attnkit.inference.int8)"))  # fmt: skip
+    g.add_argument("--debug", action="store_true", help=_("show tracebacks"))
     g.set_defaults(func=run_generate)
 
 
@@ -94,35 +98,42 @@ def _prompts(a: argparse.Namespace, normalize) -> list[str]:
     else:
         path = Path(a.input)
         if not path.is_file():
-            raise FileNotFoundError(f"--input {str(path)!r} does not exist or is not a file")
+            raise FileNotFoundError(_("--input {path} does not exist or is not a file")
+                                    .format(path=repr(str(path))))  # fmt: skip
         lines = path.read_text(encoding="utf-8").splitlines()
         found = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
         if not found:
-            raise ValueError(f"--input {path} holds no prompt (every line is blank)")
-        texts, where = [t for _, t in found], [f"--input {path} line {n}" for n, _ in found]
+            raise ValueError(_("--input {path} holds no prompt (every line is blank)")
+                             .format(path=path))  # fmt: skip
+        texts = [t for _n, t in found]
+        where = [_("--input {path} line {n}").format(path=path, n=n) for n, _t in found]
     for w, t in zip(where, texts, strict=True):
         if not t.strip():
-            raise ValueError(f"{w} is empty: a prompt needs at least one token to continue")
+            raise ValueError(_("{where} is empty: a prompt needs at least one token to continue")
+                             .format(where=w))  # fmt: skip
     if normalize is None:
         return texts
     out = [normalize(t) for t in texts]
     for w, t, n in zip(where, texts, out, strict=True):
         if not n:
             raise ValueError(
-                f"{w} {t!r} has no letter: the model reads letters and spaces only (its "
-                "corpus was normalized so), nothing is left to continue"
-            )
+                _("{where} {prompt} has no letter: the model reads letters and spaces only (its "
+                  "corpus was normalized so), nothing is left to continue")
+                .format(where=w, prompt=repr(t))
+            )  # fmt: skip
     changed = [t for t, n in zip(texts, out, strict=True) if t != n]
     if len(texts) == 1 and changed:
-        print(f"prompt normalized like the corpus: {texts[0]!r} -> {out[0]!r}", file=sys.stderr)
+        print(_("prompt normalized like the corpus: {before} -> {after}")
+              .format(before=repr(texts[0]), after=repr(out[0])), file=sys.stderr)  # fmt: skip
     elif changed:
-        print(f"{len(changed)} of {len(texts)} prompts normalized like the corpus (letters, "
-              "lowercase)", file=sys.stderr)  # fmt: skip
+        print(_("{n} of {total} prompts normalized like the corpus (letters, lowercase)")
+              .format(n=len(changed), total=len(texts)), file=sys.stderr)  # fmt: skip
     return out
 
 
 def _warn_on_stderr(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"attnkit lm generate: warning: {message}", file=sys.stderr, flush=True)
+    print(_("attnkit lm generate: warning: {message}").format(message=message), file=sys.stderr,
+          flush=True)  # fmt: skip
 
 
 def run_generate(a: argparse.Namespace) -> int:
@@ -133,7 +144,8 @@ def run_generate(a: argparse.Namespace) -> int:
     options = _options(a)
     heatmap = None if a.heatmap is None else _heatmap_path(a)
     if a.int8 and a.device != "cpu":
-        raise ValueError(f"--int8 runs on the CPU only, got --device {a.device}")
+        raise ValueError(_("--int8 runs on the CPU only, got --device {device}")
+                         .format(device=a.device))  # fmt: skip
     model, vocab, config = load_lm_checkpoint(a.checkpoint, a.device)
     if a.int8:
         from attnkit.inference.int8 import quantize_int8
@@ -166,7 +178,7 @@ def _heatmap_path(a: argparse.Namespace) -> Path:
     from attnkit.cli.translate_trained import _check_heatmap_path
 
     if a.prompt is None:
-        raise ValueError("--heatmap draws one prompt's attention: give --prompt, not --input")
+        raise ValueError(_("--heatmap draws one prompt's attention: give --prompt, not --input"))
     return _check_heatmap_path(a.heatmap)
 
 
@@ -180,7 +192,8 @@ def _with_heatmap(model, vocab, config, tokenizer, prompt: str, a, options, path
     from attnkit.viz import show_heatmaps
 
     if getattr(model, "context_length", None) is None:
-        raise ValueError("--heatmap needs a Transformer language model: an RNN has no attention")
+        raise ValueError(
+            _("--heatmap needs a Transformer language model: an RNN has no attention"))  # fmt: skip
     service = LMService(model, vocab, config, tokenizer, max_chars=len(prompt),
                         max_new_tokens=max(1, a.max_new_tokens), max_concurrent=None)  # fmt: skip
     res = service.generate(prompt, a.max_new_tokens, **options)
@@ -194,7 +207,8 @@ def _with_heatmap(model, vocab, config, tokenizer, prompt: str, a, options, path
         yticklabels=[repr(t)[1:-1] for t in res.new_tokens], path=path,
     )  # fmt: skip
     plt.close(fig)
-    print(f"attention of the {len(res.new_tokens)} new tokens: {path}", file=sys.stderr)
+    print(_("attention of the {n} new tokens: {path}").format(n=len(res.new_tokens), path=path),
+          file=sys.stderr)  # fmt: skip
     return 0
 
 

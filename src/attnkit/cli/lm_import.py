@@ -18,28 +18,33 @@ from __future__ import annotations
 
 import argparse
 
+from attnkit.i18n import _
+
 __all__ = ["register_transfer", "run_export", "run_import"]
 
 
 def register_transfer(verbs) -> None:
-    i = verbs.add_parser("import", help="a Hugging Face GPT-2 folder as an attnkit LM checkpoint")
+    i = verbs.add_parser("import",
+                         help=_("a Hugging Face GPT-2 folder as an attnkit LM checkpoint"))  # fmt: skip
     i.add_argument("--from", dest="source_format", choices=["hf"], required=True,
-                   help="the source's format: hf (a Hugging Face GPT-2 folder)")  # fmt: skip
-    i.add_argument("source", metavar="SRC", help="a GPT-2 folder, or a hub name (fetched online)")
-    i.add_argument("out", metavar="OUT", help="the checkpoint folder to write")
-    i.add_argument("--overwrite", action="store_true", help="replace a checkpoint in OUT")
-    i.add_argument("--debug", action="store_true", help="show tracebacks")
+                   help=_("the source's format: hf (a Hugging Face GPT-2 folder)"))  # fmt: skip
+    i.add_argument("source", metavar="SRC",
+                   help=_("a GPT-2 folder, or a hub name (fetched online)"))  # fmt: skip
+    i.add_argument("out", metavar="OUT", help=_("the checkpoint folder to write"))
+    i.add_argument("--overwrite", action="store_true", help=_("replace a checkpoint in OUT"))
+    i.add_argument("--debug", action="store_true", help=_("show tracebacks"))
     i.set_defaults(func=run_import)
     e = verbs.add_parser(
-        "export", help="a decoder-only LM checkpoint as a Hugging Face GPT-2 folder"
+        "export", help=_("a decoder-only LM checkpoint as a Hugging Face GPT-2 folder")
     )
     e.add_argument("--to", dest="target_format", choices=["hf"], required=True,
-                   help="the target's format: hf (a GPT-2 folder for GPT2LMHeadModel)")  # fmt: skip
+                   help=_("the target's format: hf (a GPT-2 folder for GPT2LMHeadModel)"))  # fmt: skip
     e.add_argument("--checkpoint", required=True, metavar="DIR",
-                   help="an LM checkpoint (lm train --arch transformer, lm import) or GPT-2 folder")  # fmt: skip
-    e.add_argument("out", metavar="OUT", help="the folder to write")
-    e.add_argument("--overwrite", action="store_true", help="write into a non-empty OUT")
-    e.add_argument("--debug", action="store_true", help="show tracebacks")
+                   help=_("an LM checkpoint (lm train --arch transformer, lm import) or GPT-2 "
+                          "folder"))  # fmt: skip
+    e.add_argument("out", metavar="OUT", help=_("the folder to write"))
+    e.add_argument("--overwrite", action="store_true", help=_("write into a non-empty OUT"))
+    e.add_argument("--debug", action="store_true", help=_("show tracebacks"))
     e.set_defaults(func=run_export)
 
 
@@ -47,7 +52,7 @@ def run_import(a: argparse.Namespace) -> int:
     from attnkit.convert.gpt2 import import_gpt2
 
     out = import_gpt2(a.source, a.out, overwrite=a.overwrite, say=print)
-    print(f"wrote {out} (attnkit lm generate --checkpoint {out} --prompt ...)")
+    print(_("wrote {out} (attnkit lm generate --checkpoint {out} --prompt ...)").format(out=out))
     return 0
 
 
@@ -57,20 +62,23 @@ def run_export(a: argparse.Namespace) -> int:
     from attnkit.inference.loading import load_lm_checkpoint, load_lm_tokenizer
     from attnkit.models.decoder_lm import DecoderLM
 
-    model, _, config = load_lm_checkpoint(a.checkpoint, prepack=False)
+    model, _vocab, config = load_lm_checkpoint(a.checkpoint, prepack=False)
     if not isinstance(model, DecoderLM):
         raise ValueError(
-            f"{a.checkpoint} holds a recurrent language model ({config.get('cell', 'rnn')}): "
-            "only the decoder-only Transformer (lm train --arch transformer) maps onto GPT-2"
-        )
+            _("{checkpoint} holds a recurrent language model ({cell}): only the decoder-only "
+              "Transformer (lm train --arch transformer) maps onto GPT-2")
+            .format(checkpoint=a.checkpoint, cell=config.get("cell", "rnn"))
+        )  # fmt: skip
     tokenizer = load_lm_tokenizer(a.checkpoint, config)
     if tokenizer is not None and not isinstance(tokenizer, GPT2BPETokenizer):
-        print(f"note: the checkpoint's {config.get('tokenizer')} tokenizer is not GPT-2's "
-              "byte-level BPE: the folder gets the model only")  # fmt: skip
+        print(_("note: the checkpoint's {tokenizer} tokenizer is not GPT-2's byte-level BPE: the "
+                "folder gets the model only").format(tokenizer=config.get("tokenizer")))  # fmt: skip
         tokenizer = None
     elif tokenizer is None:
-        print("note: a character/word model: the folder gets the model only (no GPT-2 tokenizer)")
+        print(_("note: a character/word model: the folder gets the model only (no GPT-2 "
+                "tokenizer)"))  # fmt: skip
     out = export_gpt2(model, a.out, tokenizer=tokenizer, overwrite=a.overwrite)
     files = ", ".join(sorted(p.name for p in out.iterdir()))
-    print(f"wrote {out}: {files} (transformers: GPT2LMHeadModel.from_pretrained({str(out)!r}))")
+    print(_("wrote {out}: {files} (transformers: GPT2LMHeadModel.from_pretrained({path}))")
+          .format(out=out, files=files, path=repr(str(out))))  # fmt: skip
     return 0

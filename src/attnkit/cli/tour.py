@@ -14,23 +14,27 @@ from pathlib import Path
 
 import torch
 
+from attnkit.i18n import _
+
 __all__ = ["register", "run_topics", "run_tour"]
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "tour",
-        help="the attention chapter's arguments as experiments (attnkit tour --list)",
-        description="Run the chapter's arguments: each topic prints its finding and writes "
-        "its figures. Without TOPIC: Nadaraya-Watson, scoring functions, positional encoding.",
-    )
-    p.add_argument("topic", nargs="?", default=None, help="a topic from --list, or 'all'")
+        help=_("the attention chapter's arguments as experiments (attnkit tour --list)"),
+        description=_("Run the chapter's arguments: each topic prints its finding and writes "
+                      "its figures. Without TOPIC: Nadaraya-Watson, scoring functions, "
+                      "positional encoding."),
+    )  # fmt: skip
+    p.add_argument("topic", nargs="?", default=None, help=_("a topic from --list, or 'all'"))
     p.add_argument(
-        "--list", action="store_true", help="list the topics and the claims each asserts"
+        "--list", action="store_true", help=_("list the topics and the claims each asserts")
     )
-    p.add_argument("--out", default="runs/tour", help="folder for the figures (default runs/tour)")
+    p.add_argument("--out", default="runs/tour",
+                   help=_("folder for the figures (default runs/tour)"))  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--small", action="store_true", help="small, fast sizes (as the tests)")
+    p.add_argument("--small", action="store_true", help=_("small, fast sizes (as the tests)"))
     p.set_defaults(func=_main)
 
 
@@ -40,9 +44,10 @@ def _main(a) -> int:
 
         width = max(map(len, TOPICS))
         for name, entry in TOPICS.items():
-            print(f"{name:<{width}}  {entry.description}")
+            # the topics' text is the tour's (its area of the catalog): shown translated
+            print(f"{name:<{width}}  {_(entry.description)}")
             for key, claim in entry.claims:
-                print(f"    asserted: {claim} [{key}]")
+                print(_("    asserted: {claim} [{key}]").format(claim=_(claim), key=key))
         return 0
     if a.topic is None:
         return run_tour(Path(a.out), a.seed)
@@ -54,10 +59,11 @@ def run_topics(topic: str, out: Path, *, seed: int = 0, small: bool = False) -> 
     from attnkit.tour import TOPICS, run_topic
 
     if not isinstance(topic, str):
-        raise TypeError(f"topic must be a str, got {type(topic).__name__}")
+        raise TypeError(_("topic must be a str, got {type}").format(type=type(topic).__name__))
     names = list(TOPICS) if topic == "all" else [topic]
     if topic != "all" and topic not in TOPICS:
-        raise ValueError(f"unknown topic {topic!r}; choose one of: all, {', '.join(TOPICS)}")
+        raise ValueError(_("unknown topic {topic}; choose one of: all, {topics}")
+                         .format(topic=repr(topic), topics=", ".join(TOPICS)))  # fmt: skip
     t0 = time.perf_counter()
     for name in names:
         result = run_topic(name, small=small, seed=seed)
@@ -67,7 +73,8 @@ def run_topics(topic: str, out: Path, *, seed: int = 0, small: bool = False) -> 
         for p in written:
             print(f"  {p}")
     if len(names) > 1:
-        print(f"{len(names)} topics in {time.perf_counter() - t0:.1f} s")
+        print(_("{n} topics in {seconds:.1f} s").format(n=len(names),
+                                                       seconds=time.perf_counter() - t0))  # fmt: skip
     return 0
 
 
@@ -122,8 +129,10 @@ def run_tour(out: Path, seed: int = 0) -> int:
             )
         )
         written.append(p)
-    print(f"Nadaraya-Watson test MSE: non-parametric {mse_fixed:.3f}, parametric {mse_param:.3f}")
-    print("  training loss per epoch: " + ", ".join(f"{v:.3f}" for v in losses))
+    print(_("Nadaraya-Watson test MSE: non-parametric {fixed:.3f}, parametric {param:.3f}")
+          .format(fixed=mse_fixed, param=mse_param))  # fmt: skip
+    print(_("  training loss per epoch: {losses}").format(
+        losses=", ".join(f"{v:.3f}" for v in losses)))  # fmt: skip
 
     # 2. Scoring functions on the book's toy example
     keys = torch.ones(2, 10, 2)
@@ -134,8 +143,8 @@ def run_tour(out: Path, seed: int = 0) -> int:
     with torch.no_grad():
         out_add = additive(torch.normal(0, 1, (2, 1, 20)), keys, values, valid_lens)
         out_dot = dot(torch.normal(0, 1, (2, 1, 2)), keys, values, valid_lens)
-    print(f"additive attention output: {out_add.squeeze(1).tolist()}")
-    print(f"dot-product attention output: {out_dot.squeeze(1).tolist()}")
+    print(_("additive attention output: {values}").format(values=out_add.squeeze(1).tolist()))
+    print(_("dot-product attention output: {values}").format(values=out_dot.squeeze(1).tolist()))
     for name, module in (("additive", additive), ("dot_product", dot)):
         p = out / f"scoring_{name}.png"
         figures.append(
@@ -174,7 +183,7 @@ def run_tour(out: Path, seed: int = 0) -> int:
     written.append(p)
     for fig in figures:  # all written: do not keep them open in this process
         plt.close(fig)
-    print(f"wrote {len(written)} figures:")
+    print(_("wrote {n} figures:").format(n=len(written)))
     for p in written:
         print(f"  {p}")
     return 0

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 
+from attnkit.i18n import _
+
 __all__ = ["FORMATS", "register_export", "run_export"]
 
 FORMATS = ("ctranslate2", "hf")
@@ -31,21 +33,22 @@ def register_export(verbs) -> None:
 
     x = verbs.add_parser(
         "export",
-        help="write a Transformer translator as a CTranslate2 or a Hugging Face MarianMT folder",
-    )
-    x.add_argument("--checkpoint", required=True, metavar="DIR", help="a Transformer "
-                   "checkpoint (ctranslate2: trained with --tokenizer sentencepiece, or "
-                   "imported) or a MarianMT folder")  # fmt: skip
+        help=_("write a Transformer translator as a CTranslate2 or a Hugging Face MarianMT "
+               "folder"),
+    )  # fmt: skip
+    x.add_argument("--checkpoint", required=True, metavar="DIR",
+                   help=_("a Transformer checkpoint (ctranslate2: trained with --tokenizer "
+                          "sentencepiece, or imported) or a MarianMT folder"))  # fmt: skip
     x.add_argument("--to", required=True, choices=FORMATS,
-                   help="ctranslate2, or hf (a MarianMT folder)")  # fmt: skip
-    x.add_argument("out", metavar="OUT", help="the folder to create (it must not exist)")
+                   help=_("ctranslate2, or hf (a MarianMT folder)"))  # fmt: skip
+    x.add_argument("out", metavar="OUT", help=_("the folder to create (it must not exist)"))
     x.add_argument(
         "--quantization",
         choices=QUANTIZATIONS,
         default=None,
-        help="CTranslate2 weight type (default float32, what equals attnkit's outputs)",
+        help=_("CTranslate2 weight type (default float32, what equals attnkit's outputs)"),
     )
-    x.add_argument("--debug", action="store_true", help="show tracebacks")
+    x.add_argument("--debug", action="store_true", help=_("show tracebacks"))
     x.set_defaults(func=run_export)
 
 
@@ -54,15 +57,16 @@ def run_export(args: argparse.Namespace) -> int:
     from attnkit.inference.export_ctranslate2 import export_ctranslate2
 
     if args.to not in FORMATS:
-        raise ValueError(f"--to {args.to!r}: the formats are {', '.join(FORMATS)}")
+        raise ValueError(_("--to {to}: the formats are {formats}")
+                         .format(to=repr(args.to), formats=", ".join(FORMATS)))  # fmt: skip
     if args.to == "hf":
         return _export_hf(args)
     try:
         out = export_ctranslate2(args.checkpoint, args.out, quantization=args.quantization)
     except ModuleNotFoundError as e:  # ctranslate2 missing: a plain error, not a traceback
         raise RuntimeError(str(e)) from None
-    print(f"exported {args.checkpoint} to {out} (CTranslate2): how to load it is in "
-          f"{out / 'README.md'}")  # fmt: skip
+    print(_("exported {checkpoint} to {out} (CTranslate2): how to load it is in {readme}")
+          .format(checkpoint=args.checkpoint, out=out, readme=out / "README.md"))  # fmt: skip
     return 0
 
 
@@ -73,12 +77,13 @@ def _export_hf(args: argparse.Namespace) -> int:
     from attnkit.inference.translator import Translator
 
     if args.quantization is not None:
-        raise ValueError("--quantization is CTranslate2's; --to hf writes float32 weights")
+        raise ValueError(_("--quantization is CTranslate2's; --to hf writes float32 weights"))
     out = Path(args.out)
     if out.exists():
-        raise ValueError(f"{out} exists: --to hf writes a new folder")
+        raise ValueError(_("{out} exists: --to hf writes a new folder").format(out=out))
     translator = Translator.load(args.checkpoint)
     note = export_marian(translator.model, translator.data, out)
-    print(f"exported {args.checkpoint} to {out} (Hugging Face MarianMT): "
-          f"MarianMTModel.from_pretrained({str(out)!r}); {note}")  # fmt: skip
+    print(_("exported {checkpoint} to {out} (Hugging Face MarianMT): "
+            "MarianMTModel.from_pretrained({path}); {note}")
+          .format(checkpoint=args.checkpoint, out=out, path=repr(str(out)), note=note))  # fmt: skip
     return 0

@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from attnkit.i18n import _
+
 __all__ = ["SOURCES", "register_import", "run_import"]
 
 SOURCES = ("hf",)
@@ -24,13 +26,14 @@ SOURCES = ("hf",)
 def register_import(verbs) -> None:
     """Add the ``import`` verb to ``attnkit translate``'s sub-parsers ``verbs``."""
     i = verbs.add_parser(
-        "import", help="write a Hugging Face MarianMT model as an attnkit checkpoint folder"
+        "import", help=_("write a Hugging Face MarianMT model as an attnkit checkpoint folder")
     )
     i.add_argument("--from", dest="source_format", required=True, choices=SOURCES,
-                   help="the format of SRC: hf (a MarianMT folder or hub name)")  # fmt: skip
-    i.add_argument("src", metavar="SRC", help="a MarianMT folder or a hub name (owner/name)")
-    i.add_argument("out", metavar="OUT", help="the checkpoint folder to create")
-    i.add_argument("--debug", action="store_true", help="show tracebacks")
+                   help=_("the format of SRC: hf (a MarianMT folder or hub name)"))  # fmt: skip
+    i.add_argument("src", metavar="SRC",
+                   help=_("a MarianMT folder or a hub name (owner/name)"))  # fmt: skip
+    i.add_argument("out", metavar="OUT", help=_("the checkpoint folder to create"))
+    i.add_argument("--debug", action="store_true", help=_("show tracebacks"))
     i.set_defaults(func=run_import)
 
 
@@ -40,17 +43,21 @@ def run_import(args: argparse.Namespace) -> int:
     from attnkit.convert.marian import import_marian
 
     if args.source_format not in SOURCES:
-        raise ValueError(f"--from {args.source_format!r}: the formats are {', '.join(SOURCES)}")
+        raise ValueError(_("--from {source}: the formats are {formats}")
+                         .format(source=repr(args.source_format), formats=", ".join(SOURCES)))  # fmt: skip
     out = Path(args.out)
     if (out / "config.json").exists():
-        raise ValueError(f"{out} already holds a checkpoint: import into a new folder")
+        raise ValueError(_("{out} already holds a checkpoint: import into a new folder")
+                         .format(out=out))  # fmt: skip
     import_marian(args.src, out)
     cfg = read_checkpoint_config(out)
     mc = cfg["model_config"]
     print(
-        f"imported {args.src} into {out}: Transformer {mc['num_layers']}+{mc['num_layers']} "
-        f"layers, d_model {mc['d_model']}, {mc['num_heads']} heads, ffn {mc['d_ff']}, "
-        f"{mc['activation']}, vocabulary {cfg['data']['tokenizer']['vocab_sizes'][0]}; "
-        f'try: attnkit translate run --checkpoint {out} "Hello world."'
-    )
+        _('imported {src} into {out}: Transformer {layers}+{layers} layers, d_model {d_model}, '
+          '{heads} heads, ffn {ffn}, {activation}, vocabulary {vocab}; try: attnkit translate '
+          'run --checkpoint {out} "Hello world."')
+        .format(src=args.src, out=out, layers=mc["num_layers"], d_model=mc["d_model"],
+                heads=mc["num_heads"], ffn=mc["d_ff"], activation=mc["activation"],
+                vocab=cfg["data"]["tokenizer"]["vocab_sizes"][0])
+    )  # fmt: skip
     return 0

@@ -12,6 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+from attnkit.i18n import _
+
 __all__ = ["check_device", "run_average", "run_eval", "run_run"]
 
 
@@ -23,11 +25,13 @@ def run_average(args: argparse.Namespace) -> int:
     from attnkit.training.averaging import average_checkpoint
 
     if args.last < 1:
-        raise ValueError(f"--last must be at least 1 (snapshots to average), got {args.last}")
+        raise ValueError(_("--last must be at least 1 (snapshots to average), got {n}")
+                         .format(n=args.last))  # fmt: skip
     out = average_checkpoint(args.checkpoint, args.last, args.out)
     steps = read_checkpoint_config(out)["averaged"]["snapshots"]
-    print(f"averaged the last {args.last} snapshots of {args.checkpoint} (steps "
-          f"{', '.join(map(str, steps))}) into {out}")  # fmt: skip
+    print(_("averaged the last {n} snapshots of {checkpoint} (steps {steps}) into {out}")
+          .format(n=args.last, checkpoint=args.checkpoint, steps=", ".join(map(str, steps)),
+                  out=out))  # fmt: skip
     return 0
 
 
@@ -42,11 +46,12 @@ def run_eval(args: argparse.Namespace) -> int:
     from attnkit.inference.translator import Translator
 
     if args.limit is not None and args.limit < 1:
-        raise ValueError(f"--limit must be at least 1 (sentences to score), got {args.limit}")
+        raise ValueError(_("--limit must be at least 1 (sentences to score), got {n}")
+                         .format(n=args.limit))  # fmt: skip
     if args.examples < 0:
-        raise ValueError(f"--examples must be 0 or more, got {args.examples}")
+        raise ValueError(_("--examples must be 0 or more, got {n}").format(n=args.examples))
     if args.beam is not None and args.beam < 1:
-        raise ValueError(f"--beam must be at least 1, got {args.beam}")
+        raise ValueError(_("--beam must be at least 1, got {n}").format(n=args.beam))
     check_device(args.device)
     model, cfg = load_model(args.checkpoint, args.device, prepack=not args.int8)
     if args.int8:
@@ -64,20 +69,24 @@ def run_eval(args: argparse.Namespace) -> int:
     data = load_translation_data(**data_args)
     if not imported and json.loads(json.dumps(data.to_dict())) != cfg["data"]:
         raise ValueError(
-            f"the data ({data_args.get('data') or 'generated'}) does not give the vocabularies "
-            f"of checkpoint {args.checkpoint}; pass the file it was trained on with --data"
-        )
+            _("the data ({data}) does not give the vocabularies of checkpoint {checkpoint}; pass "
+              "the file it was trained on with --data")
+            .format(data=data_args.get("data") or _("generated"), checkpoint=args.checkpoint)
+        )  # fmt: skip
     translator = Translator(model, data, model_config=cfg.get("model_config"), arch=cfg["arch"])
     ev = translator.evaluate(args.split, args.limit, beam=args.beam)
     for src, hyp, ref in list(zip(ev.sources, ev.hyps, ev.refs))[: args.examples]:
-        print(f"{src} => {hyp}   (reference: {ref})")
+        print(_("{src} => {hyp}   (reference: {ref})").format(src=src, hyp=hyp, ref=ref))
+    search = _("greedy") if args.beam is None else _("beam {k}").format(k=args.beam)
+    if args.int8:
+        search = _("{search}, int8").format(search=search)
     print(
-        f"{args.split} BLEU {ev.bleu:.2f}, chrF {ev.chrf:.2f} on {len(ev.sources)} sentences "
-        f"(arch {cfg['arch']}, epoch {cfg.get('epoch')}, step {cfg.get('step')}, "
-        f"{'greedy' if args.beam is None else f'beam {args.beam}'}"
-        f"{', int8' if args.int8 else ''})"
-    )
-    print(f"sacreBLEU signature: {ev.signature}")
+        _("{split} BLEU {bleu:.2f}, chrF {chrf:.2f} on {n} sentences (arch {arch}, epoch {epoch}, "
+          "step {step}, {search})")
+        .format(split=args.split, bleu=ev.bleu, chrf=ev.chrf, n=len(ev.sources), arch=cfg["arch"],
+                epoch=cfg.get("epoch"), step=cfg.get("step"), search=search)
+    )  # fmt: skip
+    print(_("sacreBLEU signature: {signature}").format(signature=ev.signature))
     return 0
 
 
@@ -90,27 +99,28 @@ def run_run(args: argparse.Namespace) -> int:
     from attnkit.models.seq2seq import AttentionDecoder
 
     if args.max_len is not None and args.max_len < 1:
-        raise ValueError(f"--max-len must be positive, got {args.max_len}")
+        raise ValueError(_("--max-len must be positive, got {n}").format(n=args.max_len))
     if args.beam is not None and args.beam < 1:
-        raise ValueError(f"--beam must be at least 1, got {args.beam}")
+        raise ValueError(_("--beam must be at least 1, got {n}").format(n=args.beam))
     if args.all_heads and args.heatmap is None:
-        raise ValueError("--all-heads needs --heatmap PNG")
+        raise ValueError(_("--all-heads needs --heatmap PNG"))
     heatmap = None if args.heatmap is None else _check_heatmap_path(args.heatmap)
     check_device(args.device)
     if args.batch_size < 1:
-        raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
+        raise ValueError(_("--batch-size must be at least 1, got {n}").format(n=args.batch_size))
     if args.merge_pieces and args.heatmap is None:
-        raise ValueError("--merge-pieces needs --heatmap PNG")
+        raise ValueError(_("--merge-pieces needs --heatmap PNG"))
     if bool(args.sentences) == (args.input is not None):
         raise ValueError(
-            "give the sentences to translate either as arguments or with --input FILE "
-            "(one per line, - for stdin), not both" if args.sentences else
-            "nothing to translate: give sentences as arguments or --input FILE (- for stdin)"
+            _("give the sentences to translate either as arguments or with --input FILE "
+              "(one per line, - for stdin), not both") if args.sentences else
+            _("nothing to translate: give sentences as arguments or --input FILE (- for stdin)")
         )  # fmt: skip
     sentences = list(args.sentences) or _read_input(args.input)
     translator = Translator.load(args.checkpoint, args.device, int8=args.int8)
     if heatmap is not None and not isinstance(translator.model.decoder, AttentionDecoder):
-        raise ValueError(f"arch {translator.arch!r} has no attention for --heatmap")
+        raise ValueError(_("arch {arch} has no attention for --heatmap")
+                         .format(arch=repr(translator.arch)))  # fmt: skip
     # --input: a blank line gives a blank output line, so output line i translates input line i
     todo = [i for i, s in enumerate(sentences) if args.input is None or s.strip()]
     unknown = translator.check(  # an InputError (a ValueError) says what is wrong
@@ -120,7 +130,8 @@ def run_run(args: argparse.Namespace) -> int:
         where="" if args.input is None else f"--input {args.input}",
     )
     if unknown:
-        print(f"note: unknown words translated as <unk>: {', '.join(unknown)}", file=sys.stderr)
+        print(_("note: unknown words translated as <unk>: {words}").format(words=", ".join(unknown)),
+              file=sys.stderr)  # fmt: skip
     found = translator.translate(
         [sentences[i] for i in todo],
         beam=args.beam,
@@ -140,7 +151,7 @@ def run_run(args: argparse.Namespace) -> int:
             target = heatmap if len(best) == 1 else heatmap.with_stem(f"{heatmap.stem}-{i}")
             maps = translator.maps(sentence, hyp.ids, hyp.finished, merge_pieces=args.merge_pieces)
             plot_attention_maps(maps, target, all_heads=args.all_heads)
-            print(f"heatmap: {target}", file=sys.stderr)
+            print(_("heatmap: {path}").format(path=target), file=sys.stderr)
     return 0
 
 
@@ -152,17 +163,18 @@ def _read_input(name: str) -> list[str]:
     else:
         path = Path(name)
         if not path.is_file():
-            raise FileNotFoundError(f"--input {name}: no such file")
+            raise FileNotFoundError(_("--input {name}: no such file").format(name=name))
         try:
             text = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError as e:
-            raise ValueError(f"--input {name} is not UTF-8 text (byte {e.start})") from None
+            raise ValueError(_("--input {name} is not UTF-8 text (byte {byte})")
+                             .format(name=name, byte=e.start)) from None  # fmt: skip
     lines = text.split("\n")
     if lines and lines[-1] == "":  # the newline at the end of the last line
         lines.pop()
     lines = [line.rstrip("\r") for line in lines]
     if not lines:
-        raise ValueError(f"--input {name} has no lines to translate")
+        raise ValueError(_("--input {name} has no lines to translate").format(name=name))
     return lines
 
 
@@ -174,17 +186,24 @@ def _check_heatmap_path(text: str) -> Path:
     supported = FigureCanvasBase.get_supported_filetypes()
     ext = path.suffix.lower().lstrip(".")
     if ext not in supported:
-        got = f"extension {path.suffix!r}" if path.suffix else "no extension"
+        if path.suffix:
+            got = _("extension {suffix}").format(suffix=repr(path.suffix))
+        else:
+            got = _("no extension")
         raise ValueError(
-            f"--heatmap {text}: {got}; use an image format matplotlib writes: "
-            + ", ".join(f".{e}" for e in sorted(supported))
-        )
+            _("--heatmap {path}: {got}; use an image format matplotlib writes: {formats}")
+            .format(path=text, got=got, formats=", ".join(f".{e}" for e in sorted(supported)))
+        )  # fmt: skip
     folder = path.parent
     if not folder.is_dir():
-        why = "is not a folder" if folder.exists() else "does not exist"
-        raise ValueError(f"--heatmap {text}: the folder {folder} {why}")
+        if folder.exists():
+            why = _("--heatmap {path}: the folder {folder} is not a folder")
+        else:
+            why = _("--heatmap {path}: the folder {folder} does not exist")
+        raise ValueError(why.format(path=text, folder=folder))
     if path.is_dir():
-        raise ValueError(f"--heatmap {text} is a folder; give a file name such as align.png")
+        raise ValueError(_("--heatmap {path} is a folder; give a file name such as align.png")
+                         .format(path=text))  # fmt: skip
     return path
 
 
@@ -195,16 +214,17 @@ def check_device(device: str) -> None:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError):
-        raise ValueError(f"--device {device!r} is not a device (cpu, cuda, cuda:0 ...)") from None
+        raise ValueError(_("--device {device} is not a device (cpu, cuda, cuda:0 ...)")
+                         .format(device=repr(device))) from None  # fmt: skip
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             raise RuntimeError(
-                f"--device {device}: CUDA is not available on this machine "
-                "(torch.cuda.is_available() is False); use --device cpu"
-            )
+                _("--device {device}: CUDA is not available on this machine "
+                  "(torch.cuda.is_available() is False); use --device cpu").format(device=device)
+            )  # fmt: skip
         count = torch.cuda.device_count()
         if dev.index is not None and dev.index >= count:
             raise RuntimeError(
-                f"--device {device}: this machine has {count} CUDA device(s) "
-                f"(cuda:0 .. cuda:{count - 1})"
-            )
+                _("--device {device}: this machine has {count} CUDA device(s) "
+                  "(cuda:0 .. cuda:{last})").format(device=device, count=count, last=count - 1)
+            )  # fmt: skip
