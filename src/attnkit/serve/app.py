@@ -6,6 +6,10 @@
     POST /api/nadaraya-watson   kernel width -> fitted curve and attention matrix
     GET  /                      the page; GET /static/<name> its scripts and style
 
+Every request is answered in its language (``?lang=zh``, else ``Accept-Language``;
+``attnkit.serve.page``): the page's words, and the ``detail`` of every error
+(``attnkit.serve.errors``).
+
 A translator checkpoint (``attnkit translate train``, ``attnkit demo``) serves
 ``/api/translate``, a language model (``attnkit lm train``) ``/api/generate``; the other
 one answers 404 saying which checkpoint it needs. Static files come from a fixed table
@@ -16,32 +20,27 @@ they load Swagger UI from a CDN; the schema itself is served.
 
 from __future__ import annotations
 
-import math
 import os
-import sys
 from importlib import resources
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, HTTPException
 from fastapi.concurrency import run_in_threadpool
-from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from attnkit.checkpoint import read_checkpoint_config
+from attnkit.i18n import _, get_language
+from attnkit.serve.errors import SafeJSONResponse, error, http_error, validation_error, wrong_task
 from attnkit.serve.lm_service import LMService
-from attnkit.serve.model_service import (
-    CheckpointLoadError,
-    InputError,
-    ModelService,
-    escape_unencodable,
-)
+from attnkit.serve.model_service import CheckpointLoadError, InputError, ModelService
 from attnkit.serve.nadaraya_watson import MAX_WIDTH, MIN_WIDTH, nadaraya_watson
+from attnkit.serve.page import LanguageMiddleware, render_page
 from attnkit.views.assets import read_static
 
-__all__ = ["create_app", "create_app_for_service", "load_service"]
+__all__ = ["SafeJSONResponse", "create_app", "create_app_for_service", "load_service"]
 
 # name -> media type of every file the page needs; nothing else is ever served
 STATIC_FILES = {
@@ -181,50 +180,6 @@ class ErrorResponse(BaseModel):
     field: str | None = None
 
 
-def _json_safe(obj: Any) -> Any:
-    """``obj`` with what JSON cannot carry made readable: lone surrogates in strings (keys
-    included) as ``\\udxxx`` text, non-finite floats as the strings ``inf``, ``-inf``, ``nan``."""
-    if isinstance(obj, str):
-        return escape_unencodable(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return repr(obj)
-    if isinstance(obj, dict):
-        return {_json_safe(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    return obj
-
-
-class SafeJSONResponse(JSONResponse):
-    """A ``JSONResponse`` that never fails to encode: when the content holds a lone
-    surrogate or a non-finite float (``UnicodeEncodeError``, ``ValueError``), it is
-    rendered again through ``_json_safe``. Valid content is rendered unchanged."""
-
-    def render(self, content: Any) -> bytes:
-        try:
-            return super().render(content)
-        except ValueError:  # UnicodeEncodeError is a ValueError too
-            return super().render(_json_safe(content))
-
-
-def _error(status: int, detail: str, field: str | None, **extra: Any) -> JSONResponse:
-    body = {"detail": detail, "field": field, **extra}
-    return SafeJSONResponse(_json_safe(body), status_code=status)
-
-
-def _non_finite(value: Any) -> str | None:
-    """A note for a non-finite number in a request (JSON 1e309 parses as infinity)."""
-    if not isinstance(value, float) or math.isfinite(value):
-        return None
-    if math.isnan(value):
-        return "got NaN; send a finite number"
-    sign = "-" if value < 0 else ""
-    return (
-        f"got {sign}infinity: numbers beyond about {sign}1.8e308 (such as {sign}1e309) "
-        "overflow to infinity; send a finite number"
-    )
-
-
 def _load_static() -> dict[str, bytes]:
     root = resources.files("attnkit.serve") / "static"
     return {
@@ -233,78 +188,17 @@ def _load_static() -> dict[str, bytes]:
     }
 
 
-def _describe(errors: list[dict]) -> str:
-    parts = []
-    for err in errors:
-        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
-        if not loc and err.get("type") == "missing":
-            parts.append("the request body is missing: send a JSON object (see /openapi.json)")
-            continue
-        msg = err.get("msg", "invalid")
-        if err.get("type") == "string_unicode":  # e.g. a key "\\ud800" with no pair
-            loc = loc or "body"
-            msg = (
-                "not valid Unicode: it contains a lone surrogate (a JSON \\ud800-\\udfff "
-                "escape without its pair), which cannot be encoded as UTF-8"
-            )
-        if not loc:  # the body itself is not an object
-            loc = "body (a JSON object is expected)"
-        note = _non_finite(err.get("input"))
-        parts.append(f"{loc}: {msg} ({note})" if note else f"{loc}: {msg}")
-    return "; ".join(parts)
-
-
-async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-    # each error's "input" and "ctx" are echoed, made JSON-safe (inf, lone surrogates)
-    errors = jsonable_encoder(exc.errors())
-    bad_json = [e for e in errors if e.get("type") == "json_invalid"]
-    if bad_json:
-        err = bad_json[0]
-        where = err.get("loc", ())[-1:] or ("?",)
-        msg = err.get("ctx", {}).get("error", err.get("msg", "invalid"))
-        detail = f"the request body is not valid JSON: {msg} at character {where[0]}"
-        return _error(400, detail, None, errors=errors)
-    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    not_an_object = any(
-        tuple(e.get("loc", ())) == ("body",) and e.get("type") != "missing" for e in errors
-    )
-    if not_an_object and not ctype.endswith("json"):  # form data, text, no content type
-        detail = (
-            "the request body must be JSON sent with Content-Type: application/json "
-            f"(got {ctype or 'no Content-Type'})"
-        )
-        return _error(415, detail, None, errors=errors)
-    detail = _describe(errors)
-    fields = [str(e["loc"][-1]) for e in errors if e.get("loc") and len(e["loc"]) > 1]
-    return _error(422, detail, fields[0] if fields else None, errors=errors)
-
-
-async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
-    """HTTP errors (404, 405, a body FastAPI could not parse) as ``{"detail", "field"}``."""
-    detail = str(exc.detail)
-    if exc.status_code == 400 and detail == "There was an error parsing the body":
-        cause = exc.__cause__
-        if isinstance(cause, ValueError) and "digits" in str(cause):  # int('1' * 5000)
-            detail = (
-                "the request body could not be parsed: a number in it has more than "
-                f"{sys.get_int_max_str_digits()} digits"
-            )
-        else:
-            detail = "the request body could not be parsed as JSON"
-    response = _error(exc.status_code, detail, None)
-    for name, value in (exc.headers or {}).items():
-        response.headers[name] = value
-    return response
-
-
 def create_app_for_service(service: ModelService | LMService) -> FastAPI:
     """The app around an already loaded ``ModelService`` (a translator) or ``LMService``
     (a language model)."""
     if not isinstance(service, ModelService | LMService):
         raise TypeError(
-            f"service must be a ModelService or an LMService, got {type(service).__name__}"
+            _("service must be a ModelService or an LMService, got {type}").format(
+                type=type(service).__name__
+            )
         )
     static = _load_static()
+    pages: dict[str, bytes] = {}  # language -> index.html in it
     app = FastAPI(
         title="attnkit attention explorer",
         description="Translate English to French, or continue a prompt with a language "
@@ -315,21 +209,22 @@ def create_app_for_service(service: ModelService | LMService) -> FastAPI:
         default_response_class=SafeJSONResponse,  # no response can fail to encode
     )
     app.state.service = service
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_middleware(LanguageMiddleware)  # each request in its language (?lang=, Accept-Language)
     errors = {code: {"model": ErrorResponse} for code in (400, 415, 422)}
 
     @app.post("/api/translate", response_model=TranslateResponse, responses=errors)
     async def translate(req: TranslateRequest) -> dict[str, Any]:
         """Translate one sentence and return every attention map as nested lists."""
         if not isinstance(service, ModelService):
-            return _wrong_task("/api/translate", "a translator", "/api/generate")
+            return wrong_task("/api/translate", True, "/api/generate")
         try:
             result = await run_in_threadpool(
                 service.translate, req.text, req.beam_size, req.allow_unknown, req.merge_pieces
             )
         except InputError as e:
-            return _error(422, str(e), e.field)
+            return error(422, str(e), e.field)
         return {
             **result.maps,
             "text": req.text,
@@ -345,7 +240,7 @@ def create_app_for_service(service: ModelService | LMService) -> FastAPI:
     async def generate(req: GenerateRequest) -> dict[str, Any]:
         """Continue a prompt; a Transformer's response holds each new token's attention."""
         if not isinstance(service, LMService):
-            return _wrong_task("/api/generate", "a language model", "/api/translate")
+            return wrong_task("/api/generate", False, "/api/translate")
         sampling = {"temperature": req.temperature, "top_k": req.top_k, "top_p": req.top_p,
                     "seed": req.seed}  # fmt: skip
         try:
@@ -353,7 +248,7 @@ def create_app_for_service(service: ModelService | LMService) -> FastAPI:
                 lambda: service.generate(req.prompt, req.max_new_tokens, **sampling)
             )
         except InputError as e:
-            return _error(422, str(e), e.field)
+            return error(422, str(e), e.field)
         return {**vars(result), "arch": service.arch}
 
     @app.get("/api/info", response_model=InfoResponse, response_model_exclude_none=True)
@@ -366,29 +261,26 @@ def create_app_for_service(service: ModelService | LMService) -> FastAPI:
         """Nadaraya-Watson regression of the book's data with a chosen kernel width."""
         return await run_in_threadpool(nadaraya_watson, req.width, req.n_train, req.seed)
 
+    def page() -> Response:  # index.html in the request's language
+        language = get_language()
+        if language not in pages:
+            pages[language] = render_page(static["index.html"].decode("utf-8"), language)
+        return _static_response({"index.html": pages[language]}, "index.html")
+
     @app.get("/", include_in_schema=False)
     async def index() -> Response:
-        return _static_response(static, "index.html")
+        return page()
 
     @app.get("/static/{name}", include_in_schema=False)
     async def static_file(name: str) -> Response:
-        return _static_response(static, name)
+        return page() if name == "index.html" else _static_response(static, name)
 
     return app
 
 
-def _wrong_task(endpoint: str, needs: str, other: str) -> JSONResponse:
-    detail = (
-        f"{endpoint} needs {needs}; this server holds "
-        + ("a language model (attnkit lm train)" if needs == "a translator" else "a translator")
-        + f": use {other}"
-    )
-    return _error(404, detail, None)
-
-
 def _static_response(static: dict[str, bytes], name: str) -> Response:
     if name not in static:  # a lookup in a fixed table, never a file-system path
-        raise HTTPException(404, detail="not found")
+        raise HTTPException(404, detail="not found")  # (errors.HTTP_DETAILS translates it)
     return Response(
         static[name],
         media_type=STATIC_FILES[name],
@@ -435,7 +327,9 @@ def load_service(
         else:
             task = read_checkpoint_config(directory, task=None).get("task", "translation")
     except (OSError, ValueError) as e:
-        raise CheckpointLoadError(f"cannot load checkpoint {directory}: {e}") from e
+        raise CheckpointLoadError(
+            _("cannot load checkpoint {directory}: {reason}").format(directory=directory, reason=e)
+        ) from e
     if task != "lm":
         return ModelService.from_checkpoint(
             directory, device=device, max_chars=max_chars, max_beam=max_beam
@@ -445,4 +339,6 @@ def load_service(
             directory, device=device, max_chars=max_chars, max_new_tokens=max_new_tokens
         )
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
-        raise CheckpointLoadError(f"cannot load checkpoint {directory}: {e}") from e
+        raise CheckpointLoadError(
+            _("cannot load checkpoint {directory}: {reason}").format(directory=directory, reason=e)
+        ) from e

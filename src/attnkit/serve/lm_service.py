@@ -29,6 +29,7 @@ import torch
 
 from attnkit._validate import integer, optional, positive_int
 from attnkit.data.lm import normalize_line
+from attnkit.i18n import _, use_language
 from attnkit.inference.generation import VocabCodec, generate_ids
 from attnkit.inference.loading import load_lm_checkpoint, load_lm_tokenizer
 from attnkit.inference.sampling import token_picker
@@ -82,8 +83,9 @@ class LMService:
             hasattr(model, "new_cache") or hasattr(model, "begin_state")
         ):
             raise TypeError(
-                "model must be a language model (a DecoderLM or an RNNLM), got "
-                f"{type(model).__name__}"
+                _("model must be a language model (a DecoderLM or an RNNLM), got {type}").format(
+                    type=type(model).__name__
+                )
             )
         self.max_chars = positive_int("max_chars", max_chars)
         self.max_new_tokens = positive_int("max_new_tokens", max_new_tokens)
@@ -135,15 +137,26 @@ class LMService:
         their corpus, letters and spaces, lowercase) and its token ids; ``InputError``
         naming "prompt" for an empty, too long or unreadable prompt."""
         if not isinstance(prompt, str):
-            raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
+            raise TypeError(
+                _("prompt must be a str, got {type}").format(type=type(prompt).__name__)
+            )
         if len(prompt) > self.max_chars:
             raise InputError(
-                "prompt", f"prompt has {len(prompt)} characters; at most {self.max_chars}"
+                "prompt",
+                _("prompt has {n} characters; at most {max}").format(
+                    n=len(prompt), max=self.max_chars
+                ),
             )
         text = prompt if self.codec is None else normalize_line(prompt)
         if not text.strip():
-            why = "" if self.codec is None else " (the model reads letters and spaces only)"
-            raise InputError("prompt", f"prompt has nothing to continue{why}: got {prompt!r}")
+            if self.codec is None:
+                message = _("prompt has nothing to continue: got {prompt}")
+            else:
+                message = _(
+                    "prompt has nothing to continue (the model reads letters and spaces only): "
+                    "got {prompt}"
+                )
+            raise InputError("prompt", message.format(prompt=repr(prompt)))
         try:
             ids = self.tokenizer.encode(text) if self.codec is None else self.codec.encode(text)
         except ValueError as e:
@@ -165,8 +178,7 @@ class LMService:
         try:
             token_picker(**sampling)
         except ValueError as e:
-            field = next((k for k in sampling if str(e).startswith(k)), None)
-            raise InputError(field or "temperature", str(e)) from None
+            raise InputError(_sampling_field(sampling), str(e)) from None
         text, ids = self.prompt_ids(prompt)
         ctx = self.context_length
         if max_new_tokens is None:
@@ -175,16 +187,25 @@ class LMService:
         if not 1 <= max_new_tokens <= self.max_new_tokens:
             raise InputError(
                 "max_new_tokens",
-                f"max_new_tokens must be between 1 and {self.max_new_tokens}, got {max_new_tokens}",
+                _("max_new_tokens must be between 1 and {max}, got {n}").format(
+                    max=self.max_new_tokens, n=max_new_tokens
+                ),
             )
         if ctx is not None and len(ids) + max_new_tokens > ctx:
             room = ctx - len(ids)
             field = "prompt" if room < 1 else "max_new_tokens"
+            if room >= 1:
+                message = _(
+                    "the prompt ({n} tokens) and max_new_tokens ({new}) must fit the model's "
+                    "context of {context} tokens: at most {room} new tokens"
+                )
+            else:
+                message = _(
+                    "the prompt ({n} tokens) and max_new_tokens ({new}) must fit the model's "
+                    "context of {context} tokens: shorten the prompt"
+                )
             raise InputError(
-                field,
-                f"the prompt ({len(ids)} tokens) and max_new_tokens ({max_new_tokens}) must "
-                f"fit the model's context of {ctx} tokens: "
-                + (f"at most {room} new tokens" if room >= 1 else "shorten the prompt"),
+                field, message.format(n=len(ids), new=max_new_tokens, context=ctx, room=room)
             )
         return text, ids, max_new_tokens
 
@@ -242,6 +263,17 @@ class LMService:
         if self.context_length is None:
             return None
         seq = torch.tensor([[*prompt, *new[:-1]]], device=self.device)  # (1, K)
-        _, weights = self.model(seq, return_attention=True)  # L x (1, H, K, K)
+        _logits, weights = self.model(seq, return_attention=True)  # L x (1, H, K, K)
         rows = torch.stack([w[0, :, len(prompt) - 1 :] for w in weights])  # (L, H, N, K)
         return rows.double().cpu().round(decimals=DECIMALS).tolist()
+
+
+def _sampling_field(sampling: dict[str, Any]) -> str:
+    """The sampling option ``token_picker`` refused: its English message starts with the
+    option's name (asked again in English: the request's language may be another)."""
+    with use_language("en"):
+        try:
+            token_picker(**sampling)
+        except ValueError as e:
+            return next((k for k in sampling if str(e).startswith(k)), "temperature")
+    return "temperature"

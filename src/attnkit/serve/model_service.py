@@ -25,6 +25,7 @@ from torch import nn
 
 from attnkit._validate import boolean, integer, optional, positive_int
 from attnkit.data.translation import TranslationData
+from attnkit.i18n import _
 from attnkit.inference.translator import InputError, Translator, escape_unencodable, visible
 
 __all__ = [
@@ -107,7 +108,11 @@ class ModelService:
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
             # another task's checkpoint (a language model) is named as such by load_model
             reason = e.args[0] if isinstance(e, KeyError) and e.args else e
-            raise CheckpointLoadError(f"cannot load checkpoint {directory}: {reason}") from e
+            raise CheckpointLoadError(
+                _("cannot load checkpoint {directory}: {reason}").format(
+                    directory=directory, reason=reason
+                )
+            ) from e
         return cls(
             translator.model,
             translator.data,
@@ -162,7 +167,10 @@ class ModelService:
         )
         if not 1 <= beam_size <= self.max_beam:
             raise InputError(
-                "beam_size", f"beam_size must be between 1 and {self.max_beam}, got {beam_size}"
+                "beam_size",
+                _("beam_size must be between 1 and {max}, got {beam_size}").format(
+                    max=self.max_beam, beam_size=beam_size
+                ),
             )
         if unknown and not allow_unknown:  # refused after the beam size: raises, naming them
             self.translator.check([text], allow_unknown=False, field="text")

@@ -4,13 +4,23 @@
 const V = window.attnkitViews;  // the shared drawing code: /static/heatmap.js (attnkit/views/static)
 const { el, color, heatmap, showTip, hideTip, visible } = V;
 const $ = (id) => document.getElementById(id);
+// the page's language (the server picked it: ?lang=, else the browser's Accept-Language) and
+// its words: t("English {field}", {field}) from the table the server embedded in the page
+const LANG = document.documentElement.dataset.language || "en";
+const t = V.translator(JSON.parse($("attnkit-i18n").textContent || "{}"));
+const headLabel = (h) => (h === "mean" ? t("mean of heads") : t("head {n}", { n: Number(h) + 1 }));
+const where = (layer, head) => t("layer {layer}, {head}", { layer: layer + 1, head: headLabel(head) });
+const layerOptions = (L) => Array.from({ length: L }, (_, i) => [String(i), t("layer {n}", { n: i + 1 })]);
+const headOptions = (H) => [["mean", t("mean of heads")], ...Array.from({ length: H }, (_, i) => [String(i), headLabel(i)])];
 const state = { info: null, result: null, gen: null, genToken: 0, nwPending: null, nwBusy: false };
 
 // ---------------------------------------------------------------------------- helpers
 
 async function api(path, body) {
-  const opts = body === undefined ? {} : {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  // errors come back in the page's language
+  const opts = body === undefined ? { headers: { "Accept-Language": LANG } } : {
+    method: "POST", headers: { "Content-Type": "application/json", "Accept-Language": LANG },
+    body: JSON.stringify(body),
   };
   const res = await fetch(path, opts);
   let data = null;
@@ -47,10 +57,10 @@ function drawMaps() {
   const layer = Number($("layer").value || 0);
   const head = $("head").value || "mean";
   const kinds = [
-    ["encoder_self", "encoder self-attention", res.source, res.source, "query", "key"],
-    ["decoder_self", "decoder self-attention", res.decoder_inputs, res.decoder_inputs, "query", "key"],
-    ["cross", res.encoder_self ? "encoder-decoder attention" : "alignment (Bahdanau)",
-      res.outputs, res.source, "target", "source"],
+    ["encoder_self", t("encoder self-attention"), res.source, res.source, t("query"), t("key")],
+    ["decoder_self", t("decoder self-attention"), res.decoder_inputs, res.decoder_inputs, t("query"), t("key")],
+    ["cross", res.encoder_self ? t("encoder-decoder attention") : t("alignment (Bahdanau)"),
+      res.outputs, res.source, t("target"), t("source")],
   ];
   for (const [key, title, rows, cols, rowName, colName] of kinds) {
     const maps = res[key];
@@ -58,20 +68,19 @@ function drawMaps() {
     const single = maps.length === 1 && maps[0].length === 1;
     const l = single ? 0 : Math.min(layer, maps.length - 1);
     const h = single ? 0 : head;
-    const where = single ? "" : ` · layer ${l + 1}, ${h === "mean" ? "mean of heads" : `head ${Number(h) + 1}`}`;
     box.appendChild(heatmap(pick(maps, l, h), rows, cols, {
-      kind: key, title: title + where, rowName, colName,
+      kind: key, title: single ? title : `${title} · ${where(l, h)}`, rowName, colName, t,
     }));
   }
 }
 
 function showResult(res) {
   state.result = res;
-  $("translation").textContent = res.translation || "(empty translation)";
-  const how = res.beam_size > 1 ? `beam search, size ${res.beam_size}` : "greedy decoding";
+  $("translation").textContent = res.translation || t("(empty translation)");
+  const how = res.beam_size > 1 ? t("beam search, size {k}", { k: res.beam_size }) : t("greedy decoding");
   const extra = [];
-  if (!res.finished) extra.push("stopped at the length limit");
-  if (res.unknown_words.length) extra.push(`unknown: ${res.unknown_words.map(visible).join(", ")}`);
+  if (!res.finished) extra.push(t("stopped at the length limit"));
+  if (res.unknown_words.length) extra.push(t("unknown: {words}", { words: res.unknown_words.map(visible).join(", ") }));
   $("timing").textContent = `${how} · ${(res.seconds * 1000).toFixed(1)} ms` +
     (extra.length ? ` · ${extra.join(" · ")}` : "");
   const ref = res.encoder_self || res.cross;
@@ -79,9 +88,9 @@ function showResult(res) {
   const Hn = ref ? ref[0].length : 0;
   const multi = Boolean(res.encoder_self) && (L > 1 || Hn > 1);
   $("map-controls").hidden = !multi;
-  fillSelect($("layer"), Array.from({ length: L }, (_, i) => [String(i), `layer ${i + 1}`]), true);
+  fillSelect($("layer"), layerOptions(L), true);
   if (!$("layer").value && L) $("layer").value = String(L - 1);
-  fillSelect($("head"), [["mean", "mean of heads"], ...Array.from({ length: Hn }, (_, i) => [String(i), `head ${i + 1}`])], true);
+  fillSelect($("head"), headOptions(Hn), true);
   $("result").hidden = false;
   drawMaps();
 }
@@ -123,7 +132,7 @@ async function onTranslate(ev) {
 function updateCount() {
   const max = state.info ? state.info.max_chars : 0;
   const n = $("text").value.length;
-  $("char-count").textContent = max ? `${n} / ${max} characters` : "";
+  $("char-count").textContent = max ? t("{n} / {max} characters", { n, max }) : "";
 }
 
 async function loadInfo() {
@@ -133,19 +142,19 @@ async function loadInfo() {
     if (info.task === "language-model") return setUpGenerate(info);
     const cfg = Object.entries(info.model_config).map(([k, v]) => `${k}=${v}`).join(", ");
     const subword = info.tokenizer === "sentencepiece";
-    const unit = subword ? "subword pieces" : "words";
-    $("model-info").textContent = `${info.arch} (${cfg}) · vocabularies ${info.src_vocab_size} EN / ` +
-      `${info.tgt_vocab_size} FR ${unit} · at most ${info.max_tokens} ${unit}`;
+    const unit = subword ? t("subword pieces") : t("words");
+    $("model-info").textContent = t("{arch} ({config}) · vocabularies {src} EN / {tgt} FR {unit} · at most {max} {unit}",
+      { arch: info.arch, config: cfg, src: info.src_vocab_size, tgt: info.tgt_vocab_size, unit, max: info.max_tokens });
     // subword models: no unknown words; the maps can show pieces or whole words
     $("allow-unknown-label").hidden = subword;
     $("merge-pieces-label").hidden = !subword;
     $("text").maxLength = info.max_chars;
-    const beams = [["1", "greedy"]];
-    for (let k = 2; k <= info.max_beam; k++) beams.push([String(k), `beam ${k}`]);
+    const beams = [["1", t("greedy")]];
+    for (let k = 2; k <= info.max_beam; k++) beams.push([String(k), t("beam {k}", { k })]);
     fillSelect($("beam"), beams, true);
     updateCount();
   } catch (e) {
-    $("model-info").textContent = `could not load model information: ${e.message}`;
+    $("model-info").textContent = t("could not load model information: {error}", { error: e.message });
   }
 }
 
@@ -158,9 +167,11 @@ function tokenLabel(tok) { return visible(tokenText(tok)).replace(/ /g, "␣"); 
 
 function setUpGenerate(info) {
   const cfg = Object.entries(info.model_config).map(([k, v]) => `${k}=${v}`).join(", ");
-  const unit = { char: "characters", word: "words", sentencepiece: "subword pieces", "gpt2-bpe": "byte-level BPE pieces" }[info.tokenizer];
-  const ctx = info.context_length ? ` · context ${info.context_length} tokens` : "";
-  $("model-info").textContent = `language model ${info.arch} (${cfg}) · ${info.vocab_size} ${unit}${ctx}`;
+  const unit = { char: t("characters"), word: t("words"), sentencepiece: t("subword pieces"),
+    "gpt2-bpe": t("byte-level BPE pieces") }[info.tokenizer];
+  const context = info.context_length ? t(" · context {n} tokens", { n: info.context_length }) : "";
+  $("model-info").textContent = t("language model {arch} ({config}) · {n} {unit}{context}",
+    { arch: info.arch, config: cfg, n: info.vocab_size, unit, context });
   $("tab-translate").hidden = true;
   $("tab-generate").hidden = false;
   $("prompt").maxLength = info.max_chars;
@@ -197,11 +208,10 @@ function drawGen() {
   });
   // every new token's row: new tokens (rows) over the context (columns)
   const cell = Math.max(6, Math.min(22, Math.floor(1100 / Math.max(context.length, 1))));
-  const where = `layer ${Number($("gen-layer").value) + 1}, ` +
-    ($("gen-head").value === "mean" ? "mean of heads" : `head ${Number($("gen-head").value) + 1}`);
+  const shown = where(Number($("gen-layer").value), $("gen-head").value);
   $("gen-heatmaps").appendChild(heatmap(matrix, res.new_tokens.map(tokenLabel), context.map(tokenLabel), {
-    kind: "lm", title: `attention of each new token over its context · ${where}`,
-    rowName: "new token", colName: "context token", cell, every: cell < 10 ? Math.ceil(10 / cell) : 1,
+    kind: "lm", title: t("attention of each new token over its context · {where}", { where: shown }),
+    rowName: t("new token"), colName: t("context token"), cell, every: cell < 10 ? Math.ceil(10 / cell) : 1, t,
   }));
 }
 
@@ -211,18 +221,20 @@ function showGen(res, req) {
   $("gen-prompt").textContent = res.prompt;
   $("gen-continuation").textContent = res.continuation;
   const how = req.temperature > 0
-    ? `sampled at temperature ${req.temperature}` + (req.top_k ? `, top-k ${req.top_k}` : "") +
-      (req.top_p ? `, top-p ${req.top_p}` : "") + (req.seed !== null ? `, seed ${req.seed}` : "")
-    : "greedy";
-  const none = res.attention ? "" : " · a recurrent model: no attention to show";
-  $("gen-timing").textContent = `${res.new_tokens.length} new tokens · ${how} · ` +
-    `${(res.seconds * 1000).toFixed(1)} ms${none}`;
+    ? t("sampled at temperature {t}", { t: req.temperature }) +
+      (req.top_k ? t(", top-k {k}", { k: req.top_k }) : "") +
+      (req.top_p ? t(", top-p {p}", { p: req.top_p }) : "") +
+      (req.seed !== null ? t(", seed {seed}", { seed: req.seed }) : "")
+    : t("greedy");
+  const none = res.attention ? "" : t(" · a recurrent model: no attention to show");
+  $("gen-timing").textContent = t("{n} new tokens · {how} · {ms} ms{none}",
+    { n: res.new_tokens.length, how, ms: (res.seconds * 1000).toFixed(1), none });
   $("gen-attention").hidden = !res.attention;
   if (res.attention) {
     const L = res.attention.length, Hn = res.attention[0].length;
-    fillSelect($("gen-layer"), Array.from({ length: L }, (_, i) => [String(i), `layer ${i + 1}`]), true);
+    fillSelect($("gen-layer"), layerOptions(L), true);
     if (!$("gen-layer").value) $("gen-layer").value = String(L - 1);
-    fillSelect($("gen-head"), [["mean", "mean of heads"], ...Array.from({ length: Hn }, (_, i) => [String(i), `head ${i + 1}`])], true);
+    fillSelect($("gen-head"), headOptions(Hn), true);
     $("gen-tokens").replaceChildren(...res.new_tokens.map((tok, i) => {
       const b = document.createElement("button");
       b.type = "button";
@@ -287,7 +299,7 @@ function linePlot(d) {
   svg.appendChild(el("path", { d: path(d.x_test, d.y_truth), fill: "none", stroke: "#4a6fa5", "stroke-width": 2, "stroke-dasharray": "5 4" }));
   svg.appendChild(el("path", { d: path(d.x_test, d.y_hat), fill: "none", stroke: "#b3361e", "stroke-width": 2.5, class: "fit" }));
   d.x_train.forEach((x, i) => svg.appendChild(el("circle", { cx: sx(x), cy: sy(d.y_train[i]), r: 3, fill: "#888", opacity: 0.7 })));
-  const legend = [["truth", "#4a6fa5"], ["prediction", "#b3361e"], ["training data", "#888"]];
+  const legend = [[t("truth"), "#4a6fa5"], [t("prediction"), "#b3361e"], [t("training data"), "#888"]];
   legend.forEach(([name, c], i) => {
     svg.appendChild(el("rect", { x: m.l + 10, y: m.t + 8 + i * 16, width: 12, height: 4, fill: c }));
     svg.appendChild(el("text", { x: m.l + 28, y: m.t + 13 + i * 16 }, name));
@@ -300,8 +312,8 @@ function drawNW(d) {
   const vmax = Math.max(...d.attention.map((r) => Math.max(...r)));
   const fmt = (x) => x.toFixed(1);
   $("nw-matrix").replaceChildren(heatmap(d.attention, d.x_test.map(fmt), d.x_train.map(fmt), {
-    kind: "nw", title: `max weight ${vmax.toFixed(3)}`, rowName: "test x", colName: "training x",
-    vmax, cell: 6, every: 10,
+    kind: "nw", title: t("max weight {w}", { w: vmax.toFixed(3) }), rowName: t("test x"),
+    colName: t("training x"), vmax, cell: 6, every: 10, t,
   }).lastChild);
 }
 
@@ -321,7 +333,7 @@ async function updateNW() {
       drawNW(await api("/api/nadaraya-watson", { width: Number(w.toFixed(4)) }));
     }
   } catch (e) {
-    $("nw-plot").textContent = `could not compute: ${e.message}`;
+    $("nw-plot").textContent = t("could not compute: {error}", { error: e.message });
   } finally {
     state.nwBusy = false;
   }
@@ -338,8 +350,17 @@ function selectTab(name) {
   if (name === "nw" && !$("nw-plot").firstChild) updateNW();
 }
 
+// the language switch: the page again, in the language picked (the server renders it)
+function switchLanguage() {
+  const url = new URL(window.location.href);
+  url.searchParams.set("lang", $("lang").value);
+  window.location.assign(url.toString());
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   V.tipElement = $("tooltip");  // the page's own tooltip, styled by style.css
+  $("lang").value = LANG;
+  $("lang").addEventListener("change", switchLanguage);
   $("translate-form").addEventListener("submit", onTranslate);
   $("text").addEventListener("input", updateCount);
   $("layer").addEventListener("change", drawMaps);
