@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from attnkit._validate import boolean, index, positive_int, probability
+from attnkit.i18n import _
 
 __all__ = [
     "Pair",
@@ -125,9 +126,10 @@ def check_fractions(val_fraction: float, test_fraction: float) -> None:
     probability("val_fraction", val_fraction)
     probability("test_fraction", test_fraction)
     if val_fraction + test_fraction >= 1:
-        raise ValueError(
-            f"val_fraction + test_fraction must be < 1, got {val_fraction} + {test_fraction}"
+        message = _(
+            "val_fraction + test_fraction must be < 1, got {val_fraction} + {test_fraction}"
         )
+        raise ValueError(message.format(val_fraction=val_fraction, test_fraction=test_fraction))
 
 
 # =========================================================================== batching
@@ -172,10 +174,11 @@ def bucket_batches(
         return []
     biggest = max(s + t for s, t in lengths)
     if biggest > batch_tokens:
-        raise ValueError(
-            f"batch_tokens={batch_tokens} is smaller than the longest example "
-            f"({biggest} source+target tokens); use batch_tokens >= {biggest}"
+        message = _(
+            "batch_tokens={batch_tokens} is smaller than the longest example "
+            "({biggest} source+target tokens); use batch_tokens >= {biggest}"
         )
+        raise ValueError(message.format(batch_tokens=batch_tokens, biggest=biggest))
     rng = random.Random(f"attnkit-batches:{seed}:{epoch}")
     ties = [rng.random() for _ in lengths] if shuffle else list(range(len(lengths)))
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i][0], lengths[i][1], ties[i]))

@@ -20,6 +20,7 @@ from torch import Tensor
 from attnkit._validate import positive_int
 from attnkit.data import hub
 from attnkit.data.text import Vocab
+from attnkit.i18n import _
 
 __all__ = [
     "BOOK_RESERVED_TOKENS",
@@ -109,16 +110,22 @@ def read_fra(path: str | os.PathLike) -> str:
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"translation data file {str(path)!r} does not exist")
+        message = _("translation data file {path!r} does not exist")
+        raise FileNotFoundError(message.format(path=str(path)))
     raw = path.read_bytes()
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
         column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        message = _(
+            "{path} is not UTF-8 text: line {line}, byte {column} is {raw!r} "
+            "({reason}); save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+        )
         raise ValueError(
-            f"{path} is not UTF-8 text: line {line}, byte {column} is {raw[e.start : e.start + 1]!r} "
-            f"({e.reason}); save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+            message.format(
+                path=path, line=line, column=column, raw=raw[e.start : e.start + 1], reason=e.reason
+            )
         ) from None
 
 
@@ -132,10 +139,11 @@ def download_fra(*, search: Iterable[str | os.PathLike] = ()) -> Path:
     try:
         folder = hub.download_extract("fra-eng", search=search)
     except hub.DatasetUnavailableError as e:
-        raise hub.DatasetUnavailableError(
-            f"the fra-eng dataset is not available: {e} "
-            "Use a local copy of fra.txt instead (--data FILE, or ATTNKIT_FRA=FILE)."
-        ) from e
+        message = _(
+            "the fra-eng dataset is not available: {error} Use a local copy of "
+            "fra.txt instead (--data FILE, or ATTNKIT_FRA=FILE)."
+        )
+        raise hub.DatasetUnavailableError(message.format(error=e)) from e
     return folder / "fra.txt"
 
 
@@ -198,17 +206,24 @@ def _parse_lines(lines: Iterable[str], num_examples: int | None, source: str, *,
     report = ReadReport(len(pairs), len(bad), tuple(bad[:10]))
     shown = repr(first_bad[:60] + ("…" if len(first_bad) > 60 else ""))
     if not pairs:
-        where = f"; line {bad[0]} reads {shown}" if bad else " (the file is empty)"
-        raise ValueError(
-            f"{source} has no usable 'English<TAB>French' pairs ({len(bad)} malformed "
-            f"line(s){where}); each line must be an English sentence, one tab, and its "
+        if bad:
+            where = _("; line {line} reads {shown}").format(line=bad[0], shown=shown)
+        else:
+            where = _(" (the file is empty)")
+        message = _(
+            "{source} has no usable 'English<TAB>French' pairs ({count} malformed "
+            "line(s){where}); each line must be an English sentence, one tab, and its "
             "French translation"
         )
+        raise ValueError(message.format(source=source, count=len(bad), where=where))
     if bad:
+        message = _(
+            "{source}: skipped {count} malformed line(s) (expected 'English<TAB>French'); "
+            "first at line(s) {lines}: line {line} reads {shown}"
+        )
+        lines = ", ".join(map(str, report.malformed_lines))
         warnings.warn(
-            f"{source}: skipped {len(bad)} malformed line(s) (expected 'English<TAB>French'); "
-            f"first at line(s) {', '.join(map(str, report.malformed_lines))}: line {bad[0]} "
-            f"reads {shown}",
+            message.format(source=source, count=len(bad), lines=lines, line=bad[0], shown=shown),
             stacklevel=3,
         )
     return pairs, report

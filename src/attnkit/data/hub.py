@@ -17,6 +17,8 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from attnkit.i18n import _
+
 __all__ = [
     "DATA_HUB",
     "DATA_URL",
@@ -63,12 +65,15 @@ def _find(filename: str, sha1: str, folders: Iterable[str | os.PathLike], notes:
     for folder in folders:
         candidate = Path(folder) / filename
         if not candidate.is_file():
-            notes.append(f"{_place(folder)}: no {filename}")
+            notes.append(
+                _("{folder}: no {filename}").format(folder=_place(folder), filename=filename)
+            )
             continue
         got = sha1_of(candidate)
         if got == sha1:
             return candidate
-        notes.append(f"{_place(folder)}: {filename} has sha1 {got}, expected {sha1} (not used)")
+        note = _("{folder}: {filename} has sha1 {got}, expected {sha1} (not used)")
+        notes.append(note.format(folder=_place(folder), filename=filename, got=got, sha1=sha1))
     return None
 
 
@@ -93,7 +98,8 @@ def download(
             message lists every place looked at and what was found there.
     """
     if name not in DATA_HUB:
-        raise KeyError(f"unknown dataset {name!r}; known: {sorted(DATA_HUB)}")
+        message = _("unknown dataset {name!r}; known: {known}")
+        raise KeyError(message.format(name=name, known=sorted(DATA_HUB)))
     url, sha1 = DATA_HUB[name]
     filename = url.rsplit("/", 1)[-1]
     root = Path(folder) if folder is not None else cache_dir()
@@ -102,10 +108,10 @@ def download(
     if found is not None:
         return found
     target = root / filename
-    looked = (
-        f"Looked for {filename} (sha1 {sha1}) in: {'; '.join(notes)}. "
-        f"Pass a local copy instead (--data FILE), or place it at {target}."
-    )
+    looked = _(
+        "Looked for {filename} (sha1 {sha1}) in: {notes}. "
+        "Pass a local copy instead (--data FILE), or place it at {target}."
+    ).format(filename=filename, sha1=sha1, notes="; ".join(notes), target=target)
     return fetch(url, target, sha1, timeout=timeout, what=repr(name), hint=looked)
 
 
@@ -134,17 +140,19 @@ def fetch(
                 f.write(chunk)
     except (urllib.error.URLError, OSError, TimeoutError) as e:
         tmp.unlink(missing_ok=True)
-        source = f" from {url}" if what != url else ""
+        source = _(" from {url}").format(url=url) if what != url else ""
+        message = _("could not download {what}{source} ({error}). Are you offline? {hint}")
         raise DatasetUnavailableError(
-            f"could not download {what}{source} ({e}). Are you offline? {hint}".rstrip()
+            message.format(what=what, source=source, error=e, hint=hint).rstrip()
         ) from e
     if sha1 is not None:
         got = sha1_of(tmp)
         if got != sha1:
             tmp.unlink(missing_ok=True)
-            source = f" from {url}" if what != url else ""
+            source = _(" from {url}").format(url=url) if what != url else ""
+            message = _("{what}{source} has sha1 {got}, expected {sha1}; the file was discarded")
             raise DatasetUnavailableError(
-                f"{what}{source} has sha1 {got}, expected {sha1}; the file was discarded"
+                message.format(what=what, source=source, got=got, sha1=sha1)
             )
     os.replace(tmp, target)
     return target
@@ -165,7 +173,8 @@ def download_extract(
     or the cache, then the network) and extracted next to itself unless already done.
     """
     if name not in DATA_HUB:
-        raise KeyError(f"unknown dataset {name!r}; known: {sorted(DATA_HUB)}")
+        message = _("unknown dataset {name!r}; known: {known}")
+        raise KeyError(message.format(name=name, known=sorted(DATA_HUB)))
     search = list(search)
     stem = Path(DATA_HUB[name][0].rsplit("/", 1)[-1]).stem
     for base in search:
@@ -177,7 +186,8 @@ def download_extract(
         if not search:
             raise
         looked = ", ".join(_place(Path(base) / stem) for base in search)
-        raise DatasetUnavailableError(f"{e} No extracted folder at {looked} either.") from e
+        message = _("{error} No extracted folder at {looked} either.")
+        raise DatasetUnavailableError(message.format(error=e, looked=looked)) from e
     out = path.parent / path.stem
     if not out.exists():
         with zipfile.ZipFile(path) as z:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import torch
 
+from attnkit.i18n import _
+
 __all__ = ["IDXFormatError", "read_idx"]
 
 _UNSIGNED_BYTE = 0x08
@@ -36,18 +38,22 @@ def read_idx(path: str | os.PathLike) -> torch.Tensor:
     with opener(path, "rb") as f:
         data = f.read()
     if len(data) < 4 or data[0] != 0 or data[1] != 0:
-        raise IDXFormatError(f"{path} is not an IDX file (its first bytes are {data[:4]!r})")
+        message = _("{path} is not an IDX file (its first bytes are {head!r})")
+        raise IDXFormatError(message.format(path=path, head=data[:4]))
     type_code, ndim = data[2], data[3]
     if type_code != _UNSIGNED_BYTE:
-        raise IDXFormatError(f"{path}: IDX type 0x{type_code:02x}, only 0x08 (ubyte) is read")
+        message = _("{path}: IDX type 0x{type_code:02x}, only 0x08 (ubyte) is read")
+        raise IDXFormatError(message.format(path=path, type_code=type_code))
     header = 4 + 4 * ndim
     if len(data) < header:
-        raise IDXFormatError(f"{path}: header of {ndim} dimensions is cut short")
+        message = _("{path}: header of {ndim} dimensions is cut short")
+        raise IDXFormatError(message.format(path=path, ndim=ndim))
     shape = struct.unpack(f">{ndim}I", data[4:header])
     expected = header + math.prod(shape)
     if len(data) != expected:
+        message = _("{path}: shape {shape} needs {expected} bytes, the file has {size}")
         raise IDXFormatError(
-            f"{path}: shape {tuple(shape)} needs {expected} bytes, the file has {len(data)}"
+            message.format(path=path, shape=tuple(shape), expected=expected, size=len(data))
         )
     values = torch.frombuffer(bytearray(data[header:]), dtype=torch.uint8)
     return values.reshape(shape)

@@ -31,6 +31,7 @@ from torch import Tensor
 
 from attnkit._validate import boolean, index, integer, positive_int
 from attnkit.data.text import Vocab, tokenize
+from attnkit.i18n import _
 
 __all__ = [
     "CORPORA",
@@ -61,7 +62,8 @@ def read_text_lines(path: str | os.PathLike, *, normalize: bool = True) -> list[
     book); ``normalize=False``: the lines as they are, line ends removed."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"data file {str(path)!r} does not exist or is not a file")
+        message = _("data file {path!r} does not exist or is not a file")
+        raise FileNotFoundError(message.format(path=str(path)))
     with open(path, encoding="utf-8", errors="replace") as f:
         if not normalize:
             return f.read().splitlines()
@@ -89,9 +91,8 @@ def read_time_machine(
         try:
             path = download("time_machine", search=search)
         except DatasetUnavailableError as e:
-            raise DatasetUnavailableError(
-                f"{e} (or set ATTNKIT_TIMEMACHINE=/path/to/timemachine.txt)"
-            ) from e
+            message = _("{error} (or set ATTNKIT_TIMEMACHINE=/path/to/timemachine.txt)")
+            raise DatasetUnavailableError(message.format(error=e)) from e
     return read_text_lines(path, normalize=normalize)
 
 
@@ -159,16 +160,17 @@ def load_corpus(
     corpus, exactly as ``load_corpus_time_machine``.
     """
     if isinstance(lines, str):
-        raise TypeError("lines must be a sequence of strings (one per line), got one str")
+        raise TypeError(_("lines must be a sequence of strings (one per line), got one str"))
     integer("max_tokens", max_tokens)  # <= 0: all
     tokens = tokenize(list(lines), token)  # checks token
     vocab = Vocab(tokens)
     corpus = [vocab[tok] for line in tokens for tok in line]
     if not corpus:
-        raise ValueError(
-            f"the corpus is empty: got {len(lines)} lines and 0 {token} tokens after "
+        message = _(
+            "the corpus is empty: got {lines} lines and 0 {token} tokens after "
             "normalization; expected text with at least one letter"
         )
+        raise ValueError(message.format(lines=len(lines), token=token))
     if max_tokens > 0:
         corpus = corpus[:max_tokens]
     return corpus, vocab
@@ -184,25 +186,32 @@ def check_corpus_length(num_tokens: int, batch_size: int, num_steps: int) -> Non
     positive_int("num_steps", num_steps)
     need = (batch_size + 1) * num_steps + 1
     if num_tokens < need:
+        message = _(
+            "the corpus has {num_tokens} tokens, too short for "
+            "batch_size={batch_size} and num_steps={num_steps}: expected at least "
+            "(batch_size + 1) * num_steps + 1 = {need} tokens (use a longer "
+            "corpus, a larger max_tokens, or smaller num_steps/batch_size)"
+        )
         raise ValueError(
-            f"the corpus has {num_tokens} tokens, too short for batch_size={batch_size} and "
-            f"num_steps={num_steps}: expected at least (batch_size + 1) * num_steps + 1 = {need} "
-            "tokens (use a longer corpus, a larger max_tokens, or smaller num_steps/batch_size)"
+            message.format(
+                num_tokens=num_tokens, batch_size=batch_size, num_steps=num_steps, need=need
+            )
         )
 
 
 def _as_corpus_tensor(corpus) -> Tensor:
     t = torch.as_tensor(corpus)
     if t.numel() == 0:  # before the dtype check: torch.tensor([]) is float32
-        raise ValueError(
-            f"corpus is empty (got {type(corpus).__name__} of shape {tuple(t.shape)}); "
-            "expected a flat sequence of token indices"
+        message = _(
+            "corpus is empty (got {type} of shape {shape}); expected a flat "
+            "sequence of token indices"
         )
+        raise ValueError(message.format(type=type(corpus).__name__, shape=tuple(t.shape)))
     if t.dim() != 1 or t.is_floating_point() or t.dtype == torch.bool:
-        raise TypeError(
-            f"corpus must be a flat sequence of token indices, got dtype {t.dtype} "
-            f"and shape {tuple(t.shape)}"
+        message = _(
+            "corpus must be a flat sequence of token indices, got dtype {dtype} and shape {shape}"
         )
+        raise TypeError(message.format(dtype=t.dtype, shape=tuple(t.shape)))
     return t.long()
 
 
@@ -282,16 +291,18 @@ class LMDataLoader:
         rng: random.Random | None = None,
     ) -> None:
         if rng is not None and seed is not None:
-            raise ValueError("pass seed or rng, not both")
+            raise ValueError(_("pass seed or rng, not both"))
         if rng is not None and not (hasattr(rng, "randint") and hasattr(rng, "shuffle")):
-            raise TypeError(f"rng must be a random.Random (or the random module), got {rng!r}")
+            message = _("rng must be a random.Random (or the random module), got {rng!r}")
+            raise TypeError(message.format(rng=rng))
         self.corpus = _as_corpus_tensor(corpus)
         check_corpus_length(len(self.corpus), batch_size, num_steps)
         index("rank", rank, positive_int("world_size", world_size))
         if batch_size < world_size:
-            raise ValueError(
-                f"batch_size={batch_size} must be >= world_size={world_size} to shard batch rows"
+            message = _(
+                "batch_size={batch_size} must be >= world_size={world_size} to shard batch rows"
             )
+            raise ValueError(message.format(batch_size=batch_size, world_size=world_size))
         self.batch_size, self.num_steps = batch_size, num_steps
         self.use_random_iter = use_random_iter
         self.rank, self.world_size = rank, world_size

@@ -33,6 +33,7 @@ from attnkit.data.subword import (
     read_tokenizer_file,
 )
 from attnkit.data.text import Vocab
+from attnkit.i18n import N_, _
 
 __all__ = ["LMSubwordTokenizer"]
 
@@ -46,7 +47,8 @@ class LMSubwordTokenizer:
         self._sp = _processor(proto, name)
         found = {p: self._sp.piece_to_id(p) for p in _SPECIALS}
         if found != _SPECIALS:
-            raise ValueError(f"tokenizer file {name} has special ids {found}, not {_SPECIALS}")
+            message = _("tokenizer file {name} has special ids {found}, not {specials}")
+            raise ValueError(message.format(name=name, found=found, specials=_SPECIALS))
         self.vocab = Vocab.from_dict(
             {"idx_to_token": [self._sp.id_to_piece(i) for i in range(len(self._sp))]}
         )
@@ -68,14 +70,17 @@ class LMSubwordTokenizer:
         integer("vocab_size", vocab_size)
         minimum = len(_SPECIALS) + 256 + 1
         if vocab_size < minimum:
+            message = _(
+                "--vocab-size {vocab_size} is too small: the 4 special pieces and 256 "
+                "byte pieces take {taken}; use at least {minimum} (say 1000)"
+            )
             raise ValueError(
-                f"--vocab-size {vocab_size} is too small: the 4 special pieces and 256 byte "
-                f"pieces take {minimum - 1}; use at least {minimum} (say 1000)"
+                message.format(vocab_size=vocab_size, taken=minimum - 1, minimum=minimum)
             )
         text = [line for line in lines if line.strip()]
         if not text:
-            raise ValueError("cannot train a tokenizer on a text without a non-empty line")
-        return cls(_train_proto(text, vocab_size, model_type, "text"), model_type=model_type)
+            raise ValueError(_("cannot train a tokenizer on a text without a non-empty line"))
+        return cls(_train_proto(text, vocab_size, model_type, N_("text")), model_type=model_type)
 
     def encode(self, text: str) -> list[int]:
         """Text -> piece ids (no ``<bos>``/``<eos>``)."""
@@ -122,13 +127,13 @@ class LMSubwordTokenizer:
         that names it."""
         directory = Path(directory)
         if not isinstance(meta, dict) or meta.get("kind") != "sentencepiece":
-            raise ValueError(f"checkpoint {directory}: not a sentencepiece tokenizer record")
+            message = _("checkpoint {directory}: not a sentencepiece tokenizer record")
+            raise ValueError(message.format(directory=directory))
         proto, path = read_tokenizer_file(directory, meta.get("file"), meta.get("sha256"))
         return cls(proto, model_type=meta.get("model_type", "unigram"), name=str(path))
 
 
 def _check_lines(lines: object) -> None:
     if isinstance(lines, str) or not isinstance(lines, Sequence):
-        raise TypeError(
-            f"lines must be a sequence of str (one per line), got {type(lines).__name__}"
-        )
+        message = _("lines must be a sequence of str (one per line), got {type}")
+        raise TypeError(message.format(type=type(lines).__name__))

@@ -34,6 +34,7 @@ from typing import Any
 from attnkit.data.normalize import normalize_target
 from attnkit.data.subword import read_tokenizer_file
 from attnkit.data.text import Vocab
+from attnkit.i18n import _
 
 __all__ = ["MarianTokenizer", "PieceVocab"]
 
@@ -48,7 +49,8 @@ class PieceVocab(Vocab):
     def of(cls, pieces: Sequence[str], unk_id: int) -> PieceVocab:
         vocab = cls.from_dict({"idx_to_token": list(pieces)})
         if not 0 <= unk_id < len(vocab):
-            raise ValueError(f"unk_id {unk_id} is outside the vocabulary [0, {len(vocab)})")
+            message = _("unk_id {unk_id} is outside the vocabulary [0, {size})")
+            raise ValueError(message.format(unk_id=unk_id, size=len(vocab)))
         vocab._unk = unk_id
         return vocab
 
@@ -63,20 +65,22 @@ def _spm(proto: bytes, name: str):
     try:
         return sentencepiece.SentencePieceProcessor(model_proto=proto)
     except Exception as e:  # RuntimeError/OSError on a damaged proto
-        raise ValueError(f"{name} is not a SentencePiece model ({e})") from None
+        message = _("{name} is not a SentencePiece model ({error})")
+        raise ValueError(message.format(name=name, error=e)) from None
 
 
 def _pieces_in_id_order(vocab: dict[str, int], name: str) -> list[str]:
     """vocab.json's {piece: id} -> the pieces by id; ids must be 0..V-1, each once."""
     if not isinstance(vocab, dict) or not vocab:
-        raise ValueError(f"{name} must hold a non-empty JSON object {{piece: id}}")
+        message = _("{name} must hold a non-empty JSON object {{piece: id}}")
+        raise ValueError(message.format(name=name))
     pieces: list[str | None] = [None] * len(vocab)
     for piece, i in vocab.items():
         if not isinstance(i, int) or not 0 <= i < len(vocab) or pieces[i] is not None:
-            raise ValueError(
-                f"{name}: piece {piece!r} has id {i!r}; expected the ids 0..{len(vocab) - 1}, "
-                "each once"
+            message = _(
+                "{name}: piece {piece!r} has id {i!r}; expected the ids 0..{last}, each once"
             )
+            raise ValueError(message.format(name=name, piece=piece, i=i, last=len(vocab) - 1))
         pieces[i] = piece
     return pieces  # type: ignore[return-value]
 
@@ -111,17 +115,18 @@ class MarianTokenizer:
         pieces = _pieces_in_id_order(self._vocab_json, names[2])
         missing = sorted({"bos", "eos", "pad", "unk"} - set(special_ids))
         if missing:
-            raise ValueError(f"special_ids lacks {missing}; got {special_ids!r}")
+            message = _("special_ids lacks {missing}; got {special_ids!r}")
+            raise ValueError(message.format(missing=missing, special_ids=special_ids))
         for key, i in special_ids.items():
             if not isinstance(i, int) or not 0 <= i < len(pieces):
-                raise ValueError(
-                    f"special_ids[{key!r}] = {i!r} is outside the vocabulary [0, {len(pieces)})"
-                )
+                message = _("special_ids[{key!r}] = {i!r} is outside the vocabulary [0, {size})")
+                raise ValueError(message.format(key=key, i=i, size=len(pieces)))
         self.special_ids = {k: int(v) for k, v in special_ids.items()}
         self.suppress_ids = tuple(sorted({int(i) for i in suppress_ids}))
         for i in self.suppress_ids:
             if not 0 <= i < len(pieces):
-                raise ValueError(f"suppress id {i} is outside the vocabulary [0, {len(pieces)})")
+                message = _("suppress id {i} is outside the vocabulary [0, {size})")
+                raise ValueError(message.format(i=i, size=len(pieces)))
         self.src_vocab = self.tgt_vocab = PieceVocab.of(pieces, self.special_ids["unk"])
         # the ids HF's decode(skip_special_tokens=True) drops: its special tokens
         self._skipped = {self.special_ids[k] for k in ("eos", "pad", "unk")}
@@ -140,23 +145,26 @@ class MarianTokenizer:
         folder = Path(folder)
         missing = [n for n in _FILES if not (folder / n).is_file()]
         if missing:
-            raise FileNotFoundError(
-                f"{folder} is not a complete Marian tokenizer: it lacks {', '.join(missing)} "
-                "(a MarianMT folder holds source.spm, target.spm and vocab.json)"
+            message = _(
+                "{folder} is not a complete Marian tokenizer: it lacks {missing} (a "
+                "MarianMT folder holds source.spm, target.spm and vocab.json)"
             )
+            raise FileNotFoundError(message.format(folder=folder, missing=", ".join(missing)))
         settings = _read_json(folder / "tokenizer_config.json", default={})
         if settings.get("separate_vocabs"):
-            raise ValueError(
-                f"{folder}: its tokenizer has separate source and target vocabularies "
-                "(separate_vocabs: true), which attnkit does not import: its models hold one "
-                "vocabulary for both sides"
+            message = _(
+                "{folder}: its tokenizer has separate source and target vocabularies "
+                "(separate_vocabs: true), which attnkit does not import: its models "
+                "hold one vocabulary for both sides"
             )
+            raise ValueError(message.format(folder=folder))
         if config is None:
             config = _read_json(folder / "config.json", default={})
         vocab = _read_json(folder / "vocab.json")
         unk_token = str(settings.get("unk_token", "<unk>"))
         if unk_token not in vocab:
-            raise ValueError(f"{folder / 'vocab.json'} has no {unk_token!r} piece")
+            message = _("{vocab} has no {unk_token!r} piece")
+            raise ValueError(message.format(vocab=folder / "vocab.json", unk_token=unk_token))
         specials = marian_special_ids(config, vocab, unk_token)
         return cls(
             (folder / "source.spm").read_bytes(),
@@ -272,13 +280,15 @@ class MarianTokenizer:
         """The tokenizer a checkpoint's record names (files sha256-checked)."""
         directory = Path(directory)
         if not isinstance(meta, dict) or meta.get("kind") != cls.kind:
-            raise ValueError(f"checkpoint {directory}: not a Marian tokenizer record")
+            message = _("checkpoint {directory}: not a Marian tokenizer record")
+            raise ValueError(message.format(directory=directory))
         names, digests = meta.get("files", []), meta.get("sha256", [])
         if len(names) != 3 or len(digests) != 3:
-            raise ValueError(
-                f"checkpoint {directory}: its Marian tokenizer record lists {names!r}; "
+            message = _(
+                "checkpoint {directory}: its Marian tokenizer record lists {names!r}; "
                 "expected 3 files (source, target, vocab)"
             )
+            raise ValueError(message.format(directory=directory, names=names))
         found = [read_tokenizer_file(directory, n, d) for n, d in zip(names, digests)]
         vocab = json.loads(found[2][0].decode("utf-8"))
         return cls(
@@ -304,9 +314,10 @@ def _read_json(path: Path, default: Any = None) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise FileNotFoundError(f"{path} not found") from None
+        raise FileNotFoundError(_("{path} not found").format(path=path)) from None
     except ValueError as e:
-        raise ValueError(f"{path} is not valid JSON: {e}") from None
+        message = _("{path} is not valid JSON: {error}")
+        raise ValueError(message.format(path=path, error=e)) from None
 
 
 def marian_special_ids(
@@ -322,7 +333,8 @@ def marian_special_ids(
     specials = {"bos": bos, "eos": eos, "pad": pad, "unk": vocab[unk_token]}
     unset = [k for k, v in specials.items() if not isinstance(v, int)]
     if unset:
-        raise ValueError(f"cannot tell the Marian model's {unset} token ids: {specials}")
+        message = _("cannot tell the Marian model's {unset} token ids: {specials}")
+        raise ValueError(message.format(unset=unset, specials=specials))
     return specials
 
 

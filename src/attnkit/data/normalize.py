@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from attnkit.i18n import _
+
 __all__ = ["normalize_source", "normalize_target", "normalize_text"]
 
 _SPACES = re.compile(r"[\s\u00a0\u1680\u2000-\u200b\u202f\u205f\u3000\ufeff]+")
@@ -32,7 +34,7 @@ _SPACE_BEFORE_PUNCT = re.compile(r" +([.,!?;:])")
 def normalize_text(text: str) -> str:
     """NFC, one kind of space (single, stripped) and one apostrophe; case kept."""
     if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+        raise TypeError(_("text must be a str, got {type}").format(type=type(text).__name__))
     text = unicodedata.normalize("NFC", text).translate(_APOSTROPHES)
     return _SPACES.sub(" ", text).strip()
 

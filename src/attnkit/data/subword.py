@@ -30,6 +30,7 @@ from typing import Any
 from attnkit._validate import boolean, integer, one_of
 from attnkit.data.normalize import normalize_source, normalize_target
 from attnkit.data.text import Vocab
+from attnkit.i18n import N_, _
 
 __all__ = ["MODEL_TYPES", "SubwordTokenizer", "read_tokenizer_file"]
 
@@ -49,9 +50,8 @@ def _processor(proto: bytes, name: str):
     try:
         return _spm().SentencePieceProcessor(model_proto=proto)
     except Exception as e:  # sentencepiece raises RuntimeError/OSError on a damaged proto
-        raise ValueError(
-            f"tokenizer file {name} is damaged (not a SentencePiece model: {e})"
-        ) from None
+        message = _("tokenizer file {name} is damaged (not a SentencePiece model: {error})")
+        raise ValueError(message.format(name=name, error=e)) from None
 
 
 def _train_proto(lines: Sequence[str], vocab_size: int, model_type: str, what: str) -> bytes:
@@ -75,18 +75,27 @@ def _train_proto(lines: Sequence[str], vocab_size: int, model_type: str, what: s
     except RuntimeError as e:
         found = _TOO_HIGH.search(str(e))
         if found:
+            message = _(
+                "--vocab-size {vocab_size} is too large for the {what} ({sentences:,} "
+                "sentences): SentencePiece can make at most {limit} pieces of it; use "
+                "--vocab-size {limit} or less"
+            )
             raise ValueError(
-                f"--vocab-size {vocab_size} is too large for the {what} "
-                f"({len(lines):,} sentences): SentencePiece can make at most {found.group(2)} "
-                f"pieces of it; use --vocab-size {found.group(2)} or less"
+                message.format(
+                    vocab_size=vocab_size, what=_(what), sentences=len(lines), limit=found.group(2)
+                )
             ) from None
         found = _TOO_LOW.search(str(e))
         if found:
+            message = _(
+                "--vocab-size {vocab_size} is too small for the {what}: its characters "
+                "and the special and byte pieces need {limit}; use more"
+            )
             raise ValueError(
-                f"--vocab-size {vocab_size} is too small for the {what}: its characters and "
-                f"the special and byte pieces need {found.group(2)}; use more"
+                message.format(vocab_size=vocab_size, what=_(what), limit=found.group(2))
             ) from None
-        raise ValueError(f"training the {what} SentencePiece model failed: {e}") from None
+        message = _("training the {what} SentencePiece model failed: {error}")
+        raise ValueError(message.format(what=_(what), error=e)) from None
     return buffer.getvalue()
 
 
@@ -96,15 +105,15 @@ def read_tokenizer_file(directory: Path, name: object, digest: object) -> tuple[
     file is an error that names it (FileNotFoundError / ValueError)."""
     path = directory / Path(str(name)).name
     if not path.is_file():
-        raise FileNotFoundError(
-            f"checkpoint {directory} is incomplete: its tokenizer file {path.name} is "
+        message = _(
+            "checkpoint {directory} is incomplete: its tokenizer file {name} is "
             "missing (it is written beside config.json; copy the whole folder)"
         )
+        raise FileNotFoundError(message.format(directory=directory, name=path.name))
     data = path.read_bytes()
     if hashlib.sha256(data).hexdigest() != digest:
-        raise ValueError(
-            f"tokenizer file {path} is damaged (its sha256 does not match config.json)"
-        )
+        message = _("tokenizer file {path} is damaged (its sha256 does not match config.json)")
+        raise ValueError(message.format(path=path))
     return data, path
 
 
@@ -127,7 +136,8 @@ class SubwordTokenizer:
         for sp, name in ((self._src, names[0]), (self._tgt, names[1])):
             found = {p: sp.piece_to_id(p) for p in _SPECIALS}
             if found != _SPECIALS:
-                raise ValueError(f"tokenizer file {name} has special ids {found}, not {_SPECIALS}")
+                message = _("tokenizer file {name} has special ids {found}, not {specials}")
+                raise ValueError(message.format(name=name, found=found, specials=_SPECIALS))
         self.src_vocab = self._vocab(self._src)
         self.tgt_vocab = self.src_vocab if self.joint else self._vocab(self._tgt)
 
@@ -161,20 +171,23 @@ class SubwordTokenizer:
         boolean("joint", joint)
         minimum = len(_SPECIALS) + 256 + 1
         if vocab_size < minimum:
+            message = _(
+                "--vocab-size {vocab_size} is too small: the 4 special pieces and 256 "
+                "byte pieces take {taken}; use at least {minimum} (say 8000)"
+            )
             raise ValueError(
-                f"--vocab-size {vocab_size} is too small: the 4 special pieces and 256 byte "
-                f"pieces take {minimum - 1}; use at least {minimum} (say 8000)"
+                message.format(vocab_size=vocab_size, taken=minimum - 1, minimum=minimum)
             )
         src = [normalize_source(s) for s in sources]
         tgt = [normalize_target(t) for t in targets]
         if not src or not tgt:
-            raise ValueError("cannot train a tokenizer on an empty training split")
+            raise ValueError(_("cannot train a tokenizer on an empty training split"))
         if joint:
-            proto = _train_proto(src + tgt, vocab_size, model_type, "training split")
+            proto = _train_proto(src + tgt, vocab_size, model_type, N_("training split"))
             return cls(proto, model_type=model_type)
         return cls(
-            _train_proto(src, vocab_size, model_type, "English side of the training split"),
-            _train_proto(tgt, vocab_size, model_type, "French side of the training split"),
+            _train_proto(src, vocab_size, model_type, N_("English side of the training split")),
+            _train_proto(tgt, vocab_size, model_type, N_("French side of the training split")),
             model_type=model_type,
         )
 
@@ -240,15 +253,23 @@ class SubwordTokenizer:
         that names it."""
         directory = Path(directory)
         if not isinstance(meta, dict) or meta.get("kind") != "sentencepiece":
-            raise ValueError(f"checkpoint {directory}: not a sentencepiece tokenizer record")
+            message = _("checkpoint {directory}: not a sentencepiece tokenizer record")
+            raise ValueError(message.format(directory=directory))
         protos = []
         for name, digest in zip(meta.get("files", []), meta.get("sha256", [])):
             data, path = read_tokenizer_file(directory, name, digest)
             protos.append((data, str(path)))
         if len(protos) != (1 if meta.get("joint") else 2):
+            message = _(
+                "checkpoint {directory}: its tokenizer record lists files {files!r}; "
+                "expected {expected}"
+            )
             raise ValueError(
-                f"checkpoint {directory}: its tokenizer record lists files {meta.get('files')!r}; "
-                f"expected {'1 (joint)' if meta.get('joint') else '2 (source, target)'}"
+                message.format(
+                    directory=directory,
+                    files=meta.get("files"),
+                    expected=_("1 (joint)") if meta.get("joint") else _("2 (source, target)"),
+                )
             )
         if meta.get("joint"):
             return cls(protos[0][0], model_type=meta.get("model_type", "unigram"),

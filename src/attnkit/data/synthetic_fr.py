@@ -44,6 +44,7 @@ from attnkit.data.synthetic_fr_lexicon import (
     VERBS,
     Adjective,
 )
+from attnkit.i18n import _
 
 __all__ = [
     "MAX_TOKENS",
@@ -287,9 +288,12 @@ def generate_pairs(num_pairs: int = 20000, seed: int = 0) -> list[tuple[str, str
     while len(pairs) < num_pairs:
         attempts += 1
         if attempts > max_attempts:
+            message = _(
+                "num_pairs={num_pairs} is more distinct pairs than the grammar yields "
+                "in {max_attempts} draws (got {got})"
+            )
             raise ValueError(
-                f"num_pairs={num_pairs} is more distinct pairs than the grammar yields "
-                f"in {max_attempts} draws (got {len(pairs)})"
+                message.format(num_pairs=num_pairs, max_attempts=max_attempts, got=len(pairs))
             )
         pair = sample_pair(rng)
         if pair in seen:

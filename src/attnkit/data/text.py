@@ -6,6 +6,7 @@ import collections
 from collections.abc import Iterable, Sequence
 
 from attnkit._validate import one_of
+from attnkit.i18n import _
 
 __all__ = ["Vocab", "count_corpus", "tokenize"]
 
@@ -69,7 +70,8 @@ class Vocab:
         if not isinstance(indices, list | tuple):
             idx = int(indices)
             if not 0 <= idx < len(self.idx_to_token):
-                raise IndexError(f"index {idx} is outside the vocabulary [0, {len(self)})")
+                message = _("index {idx} is outside the vocabulary [0, {size})")
+                raise IndexError(message.format(idx=idx, size=len(self)))
             return self.idx_to_token[idx]
         return [self.to_tokens(index) for index in indices]
 

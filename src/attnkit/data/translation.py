@@ -62,6 +62,7 @@ from attnkit.data.normalize import normalize_source, normalize_target
 from attnkit.data.subword import SubwordTokenizer
 from attnkit.data.text import Vocab
 from attnkit.data.translation_data import TranslationData
+from attnkit.i18n import N_, _, ngettext
 
 __all__ = [
     "BOOK_RESERVED_TOKENS",
@@ -154,16 +155,18 @@ def load_translation_data(
     kept = [(s, t) for s, t in pairs if len(s) < max_len and len(t) < max_len]
     dropped = len(pairs) - len(kept)
     if not kept:
-        raise ValueError(
-            f"no pair of {source} fits max_len={max_len} (tokens + <eos>); "
-            f"all {len(pairs)} pairs are longer"
+        message = _(
+            "no pair of {source} fits max_len={max_len} (tokens + <eos>); all "
+            "{pairs} pairs are longer"
         )
+        raise ValueError(message.format(source=source, max_len=max_len, pairs=len(pairs)))
     if dropped:
         log.info("dropped %d of %d pairs longer than max_len=%d", dropped, len(pairs), max_len)
     tr, va, te = split_by_source(kept, val_fraction, test_fraction, seed)
     train = [kept[i] for i in tr]
     if not train:
-        raise ValueError(f"the training split of {source} is empty ({len(kept)} pairs)")
+        message = _("the training split of {source} is empty ({pairs} pairs)")
+        raise ValueError(message.format(source=source, pairs=len(kept)))
     _check_not_empty(source, len(kept), dropped, len(tr), (va, val_fraction), (te, test_fraction))
     reserved = list(BOOK_RESERVED_TOKENS)
     src_vocab = Vocab([s for s, _ in train], min_freq=min_freq, reserved_tokens=reserved)
@@ -219,7 +222,8 @@ def _subword_data(
     parts = split_by_source([([en], [fr]) for en, fr in texts], val_fraction, test_fraction, seed)
     train_texts = [texts[i] for i in parts[0]]
     if not train_texts:
-        raise ValueError(f"the training split of {source} is empty ({len(texts)} pairs)")
+        message = _("the training split of {source} is empty ({pairs} pairs)")
+        raise ValueError(message.format(source=source, pairs=len(texts)))
     _check_not_empty(source, len(texts), 0, len(parts[0]), *zip(parts[1:], (val_fraction, test_fraction)))  # fmt: skip
     if subword is None:
         subword = SubwordTokenizer.train(
@@ -240,10 +244,11 @@ def _subword_data(
             else:
                 dropped += 1
     if not splits["train"]:
-        raise ValueError(
-            f"the training split of {source} is empty: all its {len(train_texts)} pairs are "
-            f"longer than max_len={max_len} pieces (with <eos>); raise --max-len"
+        message = _(
+            "the training split of {source} is empty: all its {pairs} pairs are "
+            "longer than max_len={max_len} pieces (with <eos>); raise --max-len"
         )
+        raise ValueError(message.format(source=source, pairs=len(train_texts), max_len=max_len))
     if dropped:
         log.info("dropped %d of %d pairs longer than max_len=%d pieces", dropped, len(texts), max_len)  # fmt: skip
     return TranslationData(
@@ -265,20 +270,27 @@ def _check_not_empty(
     empty = [
         (name, flag, fraction)
         for name, flag, (part, fraction) in (
-            ("validation", "val", val),
-            ("test", "test", test),
+            (N_("validation"), "val", val),
+            (N_("test"), "test", test),
         )
         if fraction > 0 and not part
     ]
     if not empty:
         return
-    names = " and ".join(name for name, _, _ in empty)
-    fractions = ", ".join(f"{flag}_fraction={fraction}" for _, flag, fraction in empty)
-    zero = " / ".join(f"{flag}_fraction=0 (--{flag}-fraction 0)" for _, flag, _ in empty)
-    longer = f", after dropping {dropped} longer than max_len" if dropped else ""
-    raise ValueError(
-        f"the {names} split{'s' if len(empty) > 1 else ''} of {source} would be empty: "
-        f"{usable} usable pair{'s' if usable != 1 else ''}{longer} "
-        f"split {train} / {len(val[0])} / {len(test[0])} (train / val / test) with {fractions}; "
-        f"use more data, or {zero} to train without {'them' if len(empty) > 1 else 'it'}"
+    names = _("validation and test") if len(empty) > 1 else _(empty[0][0])
+    fractions = ", ".join(f"{flag}_fraction={fraction}" for _name, flag, fraction in empty)
+    zero = " / ".join(f"{flag}_fraction=0 (--{flag}-fraction 0)" for _n, flag, _f in empty)
+    longer = _(", after dropping {dropped} longer than max_len").format(dropped=dropped)
+    pairs = ngettext("{usable} usable pair{longer}", "{usable} usable pairs{longer}", usable)
+    message = ngettext(
+        "the {names} split of {source} would be empty: {pairs} split {train} / {val} / "
+        "{test} (train / val / test) with {fractions}; use more data, or {zero} to train "
+        "without it",
+        "the {names} splits of {source} would be empty: {pairs} split {train} / {val} / "
+        "{test} (train / val / test) with {fractions}; use more data, or {zero} to train "
+        "without them",
+        len(empty),
     )
+    pairs = pairs.format(usable=usable, longer=longer if dropped else "")
+    fields = dict(names=names, source=source, pairs=pairs, train=train, fractions=fractions)
+    raise ValueError(message.format(**fields, val=len(val[0]), test=len(test[0]), zero=zero))

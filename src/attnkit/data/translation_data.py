@@ -17,6 +17,7 @@ from attnkit.data.fra import preprocess_nmt
 from attnkit.data.marian_tokenizer import MarianTokenizer
 from attnkit.data.subword import SubwordTokenizer
 from attnkit.data.text import Vocab
+from attnkit.i18n import _
 
 __all__ = ["TranslationData", "load_tokenizer"]
 
@@ -169,19 +170,26 @@ class TranslationData:
                 ``max_len`` tokens with ``<eos>``.
         """
         if isinstance(sentences, str):
-            raise TypeError(f"sentences must be a list of str, got one str: {sentences!r}")
+            message = _("sentences must be a list of str, got one str: {sentences!r}")
+            raise TypeError(message.format(sentences=sentences))
         if not sentences:
-            raise ValueError(f"sentences must be a non-empty list of str, got {sentences!r}")
+            message = _("sentences must be a non-empty list of str, got {sentences!r}")
+            raise ValueError(message.format(sentences=sentences))
         eos = self.special_ids["src_eos"]
         ids = []
         for sentence in sentences:
             tokens = self.source_tokens(sentence)
             if not tokens:
-                raise ValueError(f"cannot translate an empty sentence: {sentence!r}")
+                message = _("cannot translate an empty sentence: {sentence!r}")
+                raise ValueError(message.format(sentence=sentence))
             if len(tokens) + 1 > self.max_len:
+                message = _(
+                    "sentence {sentence!r} has {count} {unit} + <eos>, more than max_len={max_len}"
+                )
                 raise ValueError(
-                    f"sentence {sentence!r} has {len(tokens)} {self.unit} + <eos>, more than "
-                    f"max_len={self.max_len}"
+                    message.format(
+                        sentence=sentence, count=len(tokens), unit=self.unit, max_len=self.max_len
+                    )
                 )
             ids.append(self.src_vocab[tokens] + [eos])
         return pad_ids(ids, self.special_ids["src_pad"])
@@ -259,7 +267,7 @@ class TranslationData:
         vocabs = Vocab.from_dict(d["src_vocab"]), Vocab.from_dict(d["tgt_vocab"])
         if d.get("tokenizer") is not None:
             if directory is None:
-                raise ValueError("a subword checkpoint's data needs its directory to load")
+                raise ValueError(_("a subword checkpoint's data needs its directory to load"))
             tokenizer = load_tokenizer(directory, d["tokenizer"])
             if isinstance(tokenizer, MarianTokenizer):
                 vocabs = tokenizer.src_vocab, tokenizer.tgt_vocab  # its own <unk> id
