@@ -51,6 +51,7 @@ from attnkit.attention.positional import (
     input_positions,
 )
 from attnkit.attention.recording import record_attention
+from attnkit.i18n import _
 from attnkit.models.activations import ACTIVATIONS, activation_module, check_activation
 from attnkit.models.seq2seq import check_tokens
 
@@ -97,24 +98,24 @@ class DecoderLMConfig:
             positive_int(f"DecoderLMConfig.{name}", getattr(self, name))
         kv = optional(positive_int, "DecoderLMConfig.num_kv_heads", self.num_kv_heads)
         if self.d_model % self.num_heads:
-            raise ValueError(
-                f"DecoderLMConfig.d_model ({self.d_model}) must be divisible by num_heads "
-                f"({self.num_heads})"
+            message = _(
+                "DecoderLMConfig.d_model ({d_model}) must be divisible by num_heads ({num_heads})"
             )
+            raise ValueError(message.format(d_model=self.d_model, num_heads=self.num_heads))
         if kv is not None and self.num_heads % kv:
-            raise ValueError(
-                f"DecoderLMConfig.num_kv_heads ({kv}) must divide num_heads ({self.num_heads})"
-            )
+            message = _("DecoderLMConfig.num_kv_heads ({kv}) must divide num_heads ({num_heads})")
+            raise ValueError(message.format(kv=kv, num_heads=self.num_heads))
         probability("DecoderLMConfig.dropout", self.dropout)
         check_positions("DecoderLMConfig.positions", self.positions)
         boolean("DecoderLMConfig.bias", self.bias)
         check_activation("DecoderLMConfig.activation", self.activation)
         real("DecoderLMConfig.norm_eps", self.norm_eps, above=0.0)
         if self.positions == "rope" and (self.d_model // self.num_heads) % 2:
-            raise ValueError(
-                "DecoderLMConfig.positions='rope' needs an even head width d_model / num_heads, "
-                f"got {self.d_model} / {self.num_heads}"
+            message = _(
+                "DecoderLMConfig.positions='rope' needs an even head width d_model / "
+                "num_heads, got {d_model} / {num_heads}"
             )
+            raise ValueError(message.format(d_model=self.d_model, num_heads=self.num_heads))
 
     @property
     def kv_heads(self) -> int:
@@ -228,9 +229,10 @@ class DecoderLM(nn.Module):
     def __init__(self, config: DecoderLMConfig) -> None:
         super().__init__()
         if not isinstance(config, DecoderLMConfig):
-            raise TypeError(f"config must be a DecoderLMConfig, got {type(config).__name__}")
+            message = _("config must be a DecoderLMConfig, got {type}")
+            raise TypeError(message.format(type=type(config).__name__))
         if config.vocab_size is None:
-            raise ValueError("DecoderLMConfig.vocab_size is not set: build(vocab_size) sets it")
+            raise ValueError(_("DecoderLMConfig.vocab_size is not set: build(vocab_size) sets it"))
         c = self.config = config
         self.vocab_size, self.context_length = c.vocab_size, c.context_length
         self.positions, self.num_layers = c.positions, c.num_layers
@@ -290,7 +292,8 @@ class DecoderLM(nn.Module):
         """
         check_tokens(ids, "ids")
         if cache is not None and not isinstance(cache, DecoderLMCache):
-            raise TypeError(f"cache must be a DecoderLMCache or None, got {type(cache).__name__}")
+            message = _("cache must be a DecoderLMCache or None, got {type}")
+            raise TypeError(message.format(type=type(cache).__name__))
         B, T = ids.shape  # batch, new positions
         held = 0 if cache is None else len(cache)  # positions before these T: K = held + T
         self._check_ids(ids)
@@ -326,15 +329,15 @@ class DecoderLM(nn.Module):
         training step on an accelerator skips the host sync: the embedding's own device
         check stops bad ids there)."""
         if ids.shape[1] == 0:
-            raise ValueError("ids must hold at least one position, got shape (B, 0)")
+            raise ValueError(_("ids must hold at least one position, got shape (B, 0)"))
         if self.training and ids.device.type != "cpu":
             return
         lo, hi = torch.stack(torch.aminmax(ids)).tolist()  # one host sync
         if lo < 0 or hi >= self.vocab_size:
-            raise ValueError(
-                f"ids holds token ids in [{lo}, {hi}], outside the vocabulary "
-                f"[0, {self.vocab_size})"
+            message = _(
+                "ids holds token ids in [{lo}, {hi}], outside the vocabulary [0, {vocab_size})"
             )
+            raise ValueError(message.format(lo=lo, hi=hi, vocab_size=self.vocab_size))
 
     @staticmethod
     def _padding(key_mask: Tensor, B: int, held: int, T: int) -> tuple[Tensor, Tensor]:
@@ -342,12 +345,12 @@ class DecoderLM(nn.Module):
         positions' ids (B, T): each row counts its own real tokens from 0."""
         if not isinstance(key_mask, Tensor) or key_mask.dtype != torch.bool:
             got = getattr(key_mask, "dtype", type(key_mask).__name__)
-            raise TypeError(f"key_mask must be a bool tensor, got {got}")
+            raise TypeError(_("key_mask must be a bool tensor, got {got}").format(got=got))
         if tuple(key_mask.shape) != (B, held + T):
-            raise ValueError(
-                f"key_mask must be (B, K) = ({B}, {held + T}) (cached + new positions), got "
-                f"{tuple(key_mask.shape)}"
+            message = _(
+                "key_mask must be (B, K) = ({b}, {held}) (cached + new positions), got {shape}"
             )
+            raise ValueError(message.format(b=B, held=held + T, shape=tuple(key_mask.shape)))
         counts = key_mask.long().cumsum(-1) - 1  # (B, K): index among the row's real tokens
         return key_mask[:, None, None, :], counts[:, held:].clamp(min=0)  # (B,1,1,K), (B,T)
 
@@ -362,7 +365,8 @@ class DecoderLM(nn.Module):
 def build_decoder_lm(config: DecoderLMConfig, vocab_size: int | None = None) -> DecoderLM:
     """``DecoderLM(config)`` over ``vocab_size`` tokens (None: ``config.vocab_size``)."""
     if not isinstance(config, DecoderLMConfig):
-        raise TypeError(f"config must be a DecoderLMConfig, got {type(config).__name__}")
+        message = _("config must be a DecoderLMConfig, got {type}")
+        raise TypeError(message.format(type=type(config).__name__))
     if vocab_size is not None:
         config = dataclasses.replace(config, vocab_size=positive_int("vocab_size", vocab_size))
     return DecoderLM(config)

@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from attnkit._validate import boolean, one_of, positive_int, probability
+from attnkit.i18n import _
 from attnkit.models.decoder_lm import DecoderLMConfig
 from attnkit.models.rnn import RNNLM, build_lm
 from attnkit.models.seq2seq import (
@@ -70,15 +71,16 @@ def register_arch(name: str, builder: Builder, default_config: Any) -> None:
     Registering a name again replaces the previous entry.
     """
     if not isinstance(name, str):
-        raise TypeError(f"name must be a non-empty str, got {name!r} ({type(name).__name__})")
+        message = _("name must be a non-empty str, got {name!r} ({type})")
+        raise TypeError(message.format(name=name, type=type(name).__name__))
     if not name:
-        raise ValueError(f"name must be a non-empty str, got {name!r}")
+        raise ValueError(_("name must be a non-empty str, got {name!r}").format(name=name))
     if not callable(builder):
-        raise TypeError(f"builder must be callable, got {type(builder).__name__}")
+        message = _("builder must be callable, got {type}")
+        raise TypeError(message.format(type=type(builder).__name__))
     if not dataclasses.is_dataclass(default_config) or isinstance(default_config, type):
-        raise TypeError(
-            f"default_config must be a dataclass instance, got {type(default_config).__name__}"
-        )
+        message = _("default_config must be a dataclass instance, got {type}")
+        raise TypeError(message.format(type=type(default_config).__name__))
     _ARCHS[name] = _Arch(builder, default_config)
 
 
@@ -89,7 +91,8 @@ def available_archs() -> list[str]:
 
 def _get(arch: str) -> _Arch:
     if arch not in _ARCHS:
-        raise ValueError(f"unknown arch {arch!r}; expected one of {available_archs()}")
+        message = _("unknown arch {arch!r}; expected one of {archs}")
+        raise ValueError(message.format(arch=arch, archs=available_archs()))
     return _ARCHS[arch]
 
 
@@ -100,9 +103,8 @@ def arch_config(arch: str, config: Mapping[str, Any] | None = None) -> Any:
     fields = {f.name for f in dataclasses.fields(default)}
     unknown = sorted(set(config) - fields)
     if unknown:
-        raise ValueError(
-            f"unknown config key(s) {unknown} for arch {arch!r}; expected some of {sorted(fields)}"
-        )
+        message = _("unknown config key(s) {unknown} for arch {arch!r}; expected some of {fields}")
+        raise ValueError(message.format(unknown=unknown, arch=arch, fields=sorted(fields)))
     return dataclasses.replace(default, **config)
 
 
@@ -117,7 +119,8 @@ def build_model(
     cfg = arch_config(arch, config)
     model = _get(arch).builder(cfg, src_vocab_size, tgt_vocab_size)
     if not isinstance(model, EncoderDecoder):
-        raise TypeError(f"builder of {arch!r} returned {type(model).__name__}, not EncoderDecoder")
+        message = _("builder of {arch!r} returned {type}, not EncoderDecoder")
+        raise TypeError(message.format(arch=arch, type=type(model).__name__))
     return model
 
 
@@ -131,11 +134,11 @@ def parse_config_overrides(arch: str, items: list[str] | None) -> dict[str, Any]
         key, sep, raw = item.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or not key:
-            raise ValueError(f"model config override must look like KEY=VALUE, got {item!r}")
+            message = _("model config override must look like KEY=VALUE, got {item!r}")
+            raise ValueError(message.format(item=item))
         if key not in fields:
-            raise ValueError(
-                f"unknown config key {key!r} for arch {arch!r}; expected one of {sorted(fields)}"
-            )
+            message = _("unknown config key {key!r} for arch {arch!r}; expected one of {fields}")
+            raise ValueError(message.format(key=key, arch=arch, fields=sorted(fields)))
         typ = hints.get(key, str)
         try:
             if typ is bool:
@@ -147,8 +150,9 @@ def parse_config_overrides(arch: str, items: list[str] | None) -> dict[str, Any]
             else:
                 out[key] = raw
         except ValueError:
+            message = _("model config {key}={raw!r}: expected a {expected}")
             raise ValueError(
-                f"model config {key}={raw!r}: expected a {getattr(typ, '__name__', typ)}"
+                message.format(key=key, raw=raw, expected=getattr(typ, "__name__", typ))
             ) from None
     return out
 
@@ -225,8 +229,11 @@ class LMConfig:
             boolean(f"LMConfig.{name}", getattr(self, name))
         if self.reset_after and not (self.scratch and self.cell == "gru"):
             raise ValueError(
-                "LMConfig.reset_after is for the scratch GRU only (scratch=True, cell='gru'; "
-                "--reset-after needs --scratch --cell gru): nn.GRU always resets after"
+                _(
+                    "LMConfig.reset_after is for the scratch GRU only (scratch=True, "
+                    "cell='gru'; --reset-after needs --scratch --cell gru): nn.GRU always "
+                    "resets after"
+                )
             )
 
     @classmethod
@@ -261,9 +268,9 @@ def lm_config(arch: str, values: Mapping[str, Any] | None = None) -> Any:
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - names)
     if unknown:
+        message = _("unknown {cls} key(s) {unknown} for --arch {arch}; expected some of {names}")
         raise ValueError(
-            f"unknown {cls.__name__} key(s) {unknown} for --arch {arch}; expected some of "
-            f"{sorted(names)}"
+            message.format(cls=cls.__name__, unknown=unknown, arch=arch, names=sorted(names))
         )
     return cls(**values)
 

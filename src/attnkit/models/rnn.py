@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit._validate import one_of, positive_int, probability
+from attnkit.i18n import _
 
 __all__ = [
     "CELLS",
@@ -49,7 +50,8 @@ State = Tensor | tuple[Tensor, Tensor]
 def _check_cell(cell) -> str:
     """``cell`` lowercased ("GRU" is "gru") if it is one of :data:`CELLS`."""
     if not isinstance(cell, str):
-        raise TypeError(f"cell must be a str (one of {CELLS}), got {type(cell).__name__}")
+        message = _("cell must be a str (one of {cells}), got {type}")
+        raise TypeError(message.format(cells=CELLS, type=type(cell).__name__))
     return one_of("cell", cell.lower(), CELLS)
 
 
@@ -197,7 +199,8 @@ class ScratchRNN(nn.Module):
         self.num_layers = positive_int("num_layers", num_layers)
         probability("dropout", dropout)
         if reset_after and self.cell != "gru":
-            raise ValueError(f"reset_after applies to the GRU only, got cell={cell!r}")
+            message = _("reset_after applies to the GRU only, got cell={cell!r}")
+            raise ValueError(message.format(cell=cell))
         self.bidirectional = bool(bidirectional)
         self.dropout = dropout
         self.reset_after = reset_after
@@ -206,7 +209,7 @@ class ScratchRNN(nn.Module):
         layers = []
         for layer in range(num_layers):
             d_in = input_size if layer == 0 else K * hidden_size
-            for _ in range(K):
+            for _direction in range(K):
                 kwargs = {"reset_after": reset_after} if self.cell == "gru" else {}
                 layers.append(_LAYERS[self.cell](d_in, hidden_size, **kwargs))
         self.layers = nn.ModuleList(layers)  # index layer * K + direction
@@ -218,9 +221,8 @@ class ScratchRNN(nn.Module):
     def forward(self, X: Tensor, state: State | None = None) -> tuple[Tensor, State]:
         # X: (T, B, D)
         if X.dim() != 3 or X.shape[-1] != self.input_size:
-            raise ValueError(
-                f"input must have shape (T, B, input_size={self.input_size}), got {tuple(X.shape)}"
-            )
+            message = _("input must have shape (T, B, input_size={input_size}), got {shape}")
+            raise ValueError(message.format(input_size=self.input_size, shape=tuple(X.shape)))
         K, n_states = self.num_directions, _LAYERS[self.cell].num_states
         if state is None:
             zeros = X.new_zeros(self.num_layers * K, X.shape[1], self.hidden_size)
@@ -261,11 +263,12 @@ class ScratchRNN(nn.Module):
         mine = (self.input_size, self.hidden_size, self.num_layers, self.bidirectional)
         theirs = (rnn.input_size, rnn.hidden_size, rnn.num_layers, rnn.bidirectional)
         if mine != theirs or not rnn.bias or rnn.batch_first or getattr(rnn, "proj_size", 0):
-            raise ValueError(
+            message = _(
                 "shapes differ: (input_size, hidden_size, num_layers, bidirectional) = "
-                f"{mine} here, {theirs} in the torch module (which also needs bias=True, "
-                "batch_first=False, proj_size=0)"
+                "{mine} here, {theirs} in the torch module (which also needs "
+                "bias=True, batch_first=False, proj_size=0)"
             )
+            raise ValueError(message.format(mine=mine, theirs=theirs))
         K, n = self.num_directions, self.hidden_size
         for layer in range(self.num_layers):
             for d in range(K):
@@ -305,7 +308,7 @@ def make_rnn(
             cell, input_size, num_hiddens, num_layers, bidirectional, dropout, reset_after
         )
     if reset_after:
-        raise ValueError("reset_after is only for the scratch GRU (nn.GRU always resets after)")
+        raise ValueError(_("reset_after is only for the scratch GRU (nn.GRU always resets after)"))
     return _TORCH_CLASSES[cell](
         input_size, num_hiddens, num_layers, dropout=dropout, bidirectional=bidirectional
     )
@@ -324,17 +327,19 @@ class RNNLM(nn.Module):
         self.vocab_size = positive_int("vocab_size", vocab_size)
         for attr in ("hidden_size", "num_layers", "bidirectional", "mode", "input_size"):
             if not hasattr(rnn_layer, attr):
-                raise TypeError(
-                    f"rnn_layer must be nn.RNN/nn.GRU/nn.LSTM or ScratchRNN, got "
-                    f"{type(rnn_layer).__name__} (missing {attr!r})"
+                message = _(
+                    "rnn_layer must be nn.RNN/nn.GRU/nn.LSTM or ScratchRNN, got {type} "
+                    "(missing {attr!r})"
                 )
+                raise TypeError(message.format(type=type(rnn_layer).__name__, attr=attr))
         if rnn_layer.input_size != vocab_size:
-            raise ValueError(
-                f"rnn_layer.input_size={rnn_layer.input_size} must equal vocab_size={vocab_size} "
+            message = _(
+                "rnn_layer.input_size={input_size} must equal vocab_size={vocab_size} "
                 "(inputs are one-hot)"
             )
+            raise ValueError(message.format(input_size=rnn_layer.input_size, vocab_size=vocab_size))
         if getattr(rnn_layer, "batch_first", False):
-            raise ValueError("rnn_layer must be time-major (batch_first=False)")
+            raise ValueError(_("rnn_layer must be time-major (batch_first=False)"))
         self.rnn = rnn_layer
         self.num_hiddens = rnn_layer.hidden_size
         self.num_directions = 2 if rnn_layer.bidirectional else 1
@@ -348,13 +353,17 @@ class RNNLM(nn.Module):
         # inputs: (B, T) token indices
         if not isinstance(inputs, Tensor) or inputs.dim() != 2:
             shape = tuple(inputs.shape) if isinstance(inputs, Tensor) else type(inputs).__name__
-            raise ValueError(f"inputs must be a (batch, steps) index tensor, got {shape}")
+            message = _("inputs must be a (batch, steps) index tensor, got {shape}")
+            raise ValueError(message.format(shape=shape))
         if inputs.is_floating_point() or inputs.dtype == torch.bool:
-            raise TypeError(f"inputs must hold integer token indices, got dtype {inputs.dtype}")
+            message = _("inputs must hold integer token indices, got dtype {dtype}")
+            raise TypeError(message.format(dtype=inputs.dtype))
         if inputs.numel() and (int(inputs.min()) < 0 or int(inputs.max()) >= self.vocab_size):
+            message = _("token indices must be in [0, vocab_size={vocab_size}), got [{lo}, {hi}]")
             raise ValueError(
-                f"token indices must be in [0, vocab_size={self.vocab_size}), got "
-                f"[{int(inputs.min())}, {int(inputs.max())}]"
+                message.format(
+                    vocab_size=self.vocab_size, lo=int(inputs.min()), hi=int(inputs.max())
+                )
             )
         X = F.one_hot(inputs.T.long(), self.vocab_size).to(self.linear.weight.dtype)  # (T, B, V)
         Y, state = self.rnn(X, state)  # (T, B, K*H)

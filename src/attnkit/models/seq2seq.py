@@ -42,6 +42,7 @@ from attnkit._validate import positive_int, probability
 from attnkit.attention.masking import attention_mask
 from attnkit.attention.recording import note_weights
 from attnkit.attention.single_head import AdditiveAttention
+from attnkit.i18n import _
 
 __all__ = [
     "AttentionDecoder",
@@ -139,11 +140,11 @@ def xavier_init_weights(m: nn.Module) -> None:
 def check_tokens(X: Tensor, name: str = "X") -> None:
     """Raise a clear error unless ``X`` is a 2-D integer tensor of token ids."""
     if not isinstance(X, Tensor) or X.dtype not in (torch.int64, torch.int32):
-        raise TypeError(
-            f"{name} must be a (B, T) int64 tensor of token ids, got {getattr(X, 'dtype', X)}"
-        )
+        message = _("{name} must be a (B, T) int64 tensor of token ids, got {got}")
+        raise TypeError(message.format(name=name, got=getattr(X, "dtype", X)))
     if X.dim() != 2:
-        raise ValueError(f"{name} must have shape (B, T), got {tuple(X.shape)}")
+        message = _("{name} must have shape (B, T), got {shape}")
+        raise ValueError(message.format(name=name, shape=tuple(X.shape)))
 
 
 def _check_sizes(
@@ -196,7 +197,8 @@ class Seq2SeqEncoder(Encoder):
             return self.rnn(self.embedding(X.t()))  # (S, B, H), (L, B, H); the book's path
         B, S = X.shape
         if tuple(src_len.shape) != (B,):
-            raise ValueError(f"src_len must have shape (B,) = ({B},), got {tuple(src_len.shape)}")
+            message = _("src_len must have shape (B,) = ({b},), got {shape}")
+            raise ValueError(message.format(b=B, shape=tuple(src_len.shape)))
         lengths = src_len.detach().to("cpu", torch.int64).clamp(1, S)
         longest = int(lengths.max())
         emb = self.embedding(X[:, :longest].t())  # (S', B, E): columns of padding only dropped
@@ -205,7 +207,7 @@ class Seq2SeqEncoder(Encoder):
         else:
             packed = pack_padded_sequence(emb, lengths, enforce_sorted=False)
             out, state = self.rnn(packed)
-            out, _ = pad_packed_sequence(out, total_length=longest)  # zeros past each length
+            out, _lengths = pad_packed_sequence(out, total_length=longest)  # zeros past each length
         if longest < S:
             out = F.pad(out, (0, 0, 0, 0, 0, S - longest))  # (S, B, H)
         return out, state

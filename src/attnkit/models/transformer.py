@@ -38,6 +38,7 @@ from attnkit.attention.kv_cache import KVCache
 from attnkit.attention.masking import attention_mask
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import SINUSOIDAL_LAYOUTS, PositionalEncoding
+from attnkit.i18n import _
 from attnkit.models import transformer_step
 from attnkit.models.activations import activation_module, check_activation
 from attnkit.models.seq2seq import (
@@ -116,9 +117,8 @@ class TransformerConfig:
             value = positive_int(f"{name}.{field_name}", getattr(self, field_name))
             object.__setattr__(self, field_name, value)  # numpy ints become ints (JSON)
         if self.d_model % self.num_heads:
-            raise ValueError(
-                f"{name}.d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})"
-            )
+            message = _("{name}.d_model ({d_model}) must be divisible by num_heads ({heads})")
+            raise ValueError(message.format(name=name, d_model=self.d_model, heads=self.num_heads))
         probability(f"{name}.dropout", self.dropout)
         for field_name in ("pre_norm", "bias", "scale_embedding", "tie_embeddings"):
             boolean(f"{name}.{field_name}", getattr(self, field_name))
@@ -218,9 +218,8 @@ def _check_ids(X: Tensor, vocab_size: int, name: str) -> None:
         return
     lo, hi = torch.stack(torch.aminmax(X)).tolist()  # one host sync
     if lo < 0 or hi >= vocab_size:
-        raise ValueError(
-            f"{name} holds token ids in [{lo}, {hi}], outside the vocabulary [0, {vocab_size})"
-        )
+        message = _("{name} holds token ids in [{lo}, {hi}], outside the vocabulary [0, {size})")
+        raise ValueError(message.format(name=name, lo=lo, hi=hi, size=vocab_size))
 
 
 def padding_mask(valid_lens: Tensor | None, B: int, S: int, device) -> Tensor | None:
@@ -354,9 +353,8 @@ class TransformerDecoder(_TokenStack, AttentionDecoder):
         _check_ids(X, self.vocab_size, "tgt")
         enc_outputs, enc_valid_lens, caches = state
         if enc_outputs.shape[0] != X.shape[0]:
-            raise ValueError(
-                f"tgt has batch size {X.shape[0]} but the state holds {enc_outputs.shape[0]} rows"
-            )
+            message = _("tgt has batch size {batch} but the state holds {rows} rows")
+            raise ValueError(message.format(batch=X.shape[0], rows=enc_outputs.shape[0]))
         caches = [BlockCache() if c is None else c.copy() for c in caches]  # state kept as is
         cross_mask = padding_mask(enc_valid_lens, *enc_outputs.shape[:2], X.device)
         if transformer_step.applies(self, X, caches, _STANDARD):  # one position, inference
@@ -412,10 +410,11 @@ def build_transformer(
     (V, D) ``Parameter`` (initialized as the output layer, Xavier-uniform); it needs
     ``src_vocab_size == tgt_vocab_size`` (one vocabulary)."""
     if config.tie_embeddings and src_vocab_size != tgt_vocab_size:
-        raise ValueError(
-            f"TransformerConfig.tie_embeddings needs one vocabulary for both sides, got "
-            f"src_vocab_size={src_vocab_size} and tgt_vocab_size={tgt_vocab_size}"
+        message = _(
+            "TransformerConfig.tie_embeddings needs one vocabulary for both sides, got "
+            "src_vocab_size={src} and tgt_vocab_size={tgt}"
         )
+        raise ValueError(message.format(src=src_vocab_size, tgt=tgt_vocab_size))
     model = EncoderDecoder(
         TransformerEncoder(src_vocab_size, config), TransformerDecoder(tgt_vocab_size, config)
     )
