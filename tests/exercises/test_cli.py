@@ -13,9 +13,17 @@ import pytest
 from attnkit.cli import main
 from attnkit.exercises import exercises, find_exercise, run_exercise
 from attnkit.exercises.book import render_book
+from attnkit.i18n import set_language
 
 _ROW = re.compile(r"^(\S+(?:, \S+)*) +(experiment|derivation|open|needs-data) +"
                   r"(asserted|derived|answered|unanswered) +\S")  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _english_again():
+    """``--lang`` sets the language for the rest of the process: back to English after."""
+    yield
+    set_language(None)
 
 
 def test_list_prints_one_line_per_exercise_in_either_numbering(capsys):
@@ -57,6 +65,13 @@ def test_one_exercise_prints_question_values_and_answer(tmp_path, capsys):
     assert main(["exercises", "10.1.2", "--small", "--lang", "zh"]) == 0
     zh = capsys.readouterr().out
     assert "问题：" in zh and "解答：" in zh and "注意力权重" in zh
+    # all in Chinese: the kind and status, the section, the claims and their heading
+    assert zh.startswith("10.1.2 [实验，已断言] 10.1. 注意力提示\n")
+    assert "由测试断言（实测值）：" in zh and "[same_order = true]" in zh
+    e = find_exercise("10.1.2")
+    for (key, claim), (_, english) in zip(e.claims_in("zh"), e.claims, strict=True):
+        assert f"  - {claim} [{key} = " in zh and english not in zh
+    assert "Asserted" not in zh and "experiment" not in zh
 
 
 def test_json_has_the_documented_fields(capsys):
@@ -85,7 +100,6 @@ def test_a_1_0_only_exercise_is_found_by_its_1_0_id():
         (["exercises", "10.2.9"], ["'10.2.9'", "nearest: 10.2.1, 10.2.2, 10.2.3, 10.2.4"]),
         (["exercises", "11.2.4"], ["'11.2.4'", "--edition 1.0"]),
         (["exercises", "--list", "--edition", "2.0"], ["--edition", "'2.0'", "0.17", "1.0"]),
-        (["exercises", "--list", "--lang", "fr"], ["--lang", "'fr'", "en", "zh"]),
         (["exercises"], ["--list"]),
         (["exercises", "10.1.2", "--book", "/tmp/unused"], ["--book", "'all'"]),
     ],
@@ -96,6 +110,13 @@ def test_bad_input_is_one_clear_error(argv, words, capsys):
     assert err.startswith("attnkit exercises: error:") and "Traceback" not in err
     for word in words:
         assert word in err, (word, err)
+
+
+def test_a_language_attnkit_lacks_is_refused_by_the_parser(capsys):
+    with pytest.raises(SystemExit) as exit_:  # --lang is every command's: argparse's choices
+        main(["exercises", "--list", "--lang", "fr"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "--lang" in err and "'fr'" in err and "'zh'" in err
 
 
 def test_an_answer_whose_values_are_missing_is_refused():

@@ -11,8 +11,17 @@ from pathlib import Path
 import pytest
 from tests.shared_runs import exercise_run
 
-from attnkit.exercises import KINDS, LANGS, exercises, find_exercise
+from attnkit.exercises import (
+    KINDS,
+    LANGS,
+    ExerciseRun,
+    exercises,
+    find_exercise,
+    registry,
+    section_title,
+)
 from attnkit.exercises.book import render_book
+from attnkit.tour.base import TopicResult
 
 REPO = Path(__file__).resolve().parents[2]
 # exercises per section, as published (../shared/reference/exercises)
@@ -54,6 +63,38 @@ def test_every_exercise_is_answered_in_both_languages(e):
         assert e.experiment, f"{e.key}: claims without an experiment"
     for other in e.see:
         find_exercise(other, "1.0" if other.startswith("1.0/") else "0.17")
+
+
+@pytest.mark.parametrize("e", EVERY, ids=lambda e: e.key)
+def test_every_claim_and_section_title_is_in_chinese_too(e):
+    assert len(e.claims_zh) == len(e.claims)
+    assert [k for k, _ in e.claims_in("zh")] == [k for k, _ in e.claims]
+    for _, claim in e.claims_in("zh"):
+        assert _CJK.search(claim), (e.key, claim)
+    assert e.kind_in("zh") != e.kind and e.status_in("zh") != e.status
+
+
+def test_every_section_has_a_chinese_title():
+    sections = registry._load()[1]
+    assert len(sections) == 30 and all(s.get("title_zh") for s in sections.values())
+    # d2l-zh keeps "Transformer"; every other title is Chinese
+    assert sum(bool(_CJK.search(s["title_zh"])) for s in sections.values()) == 29
+
+
+def test_the_chinese_book_entry_is_chinese_throughout():
+    e = find_exercise("11.2.4", "1.0")
+    run = ExerciseRun(e, TopicResult(e.key, "", {}))
+    page = ExerciseRun(find_exercise("8.4.4"), None).markdown("zh")
+    assert page.startswith("### 8.4.4（1.0：9.4.4） · 开放问题 · 已解答\n")
+    assert "**问题**：" in page and "**解答**：" in page and "*另见*：" in page
+    assert section_title(e, "zh") == "11.2. 基于相似度的注意力汇聚（d2l 1.0）"
+    assert section_title(e) == "11.2 Attention Pooling by Similarity (d2l 1.0)"
+    with pytest.raises(ValueError, match="its answer reads the value"):
+        run.markdown("zh")  # the values are missing: the entry is not written half-filled
+    zh_book = (REPO / "docs" / "exercises.zh.md").read_text(encoding="utf-8")
+    assert "以英文写成" not in zh_book and "*由测试断言*：" in zh_book
+    for claim in ("pooling without a query", "every row of the softmax sums to 1"):
+        assert claim not in zh_book
 
 
 def _test_sources() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, check_args, topic
 
 __all__ = ["random_softmax"]
@@ -26,7 +27,10 @@ def random_softmax(*, small: bool = False, seed: int = 0) -> TopicResult:
     # scores in [0, 1) differ by < 1, so no weight can exceed e^1 times another in its row
     ratio = float((weights.max(-1).values / weights.min(-1).values).max())
     fig = show_heatmaps(
-        weights.float().reshape(1, 1, 10, 10), xlabel="keys", ylabel="queries", figsize=(3, 3)
+        weights.float().reshape(1, 1, 10, 10),
+        xlabel=gettext("keys"),
+        ylabel=gettext("queries"),
+        figsize=(3, 3),
     )
     values = {
         "row_sum_error": float((row_sums - 1).abs().max()),

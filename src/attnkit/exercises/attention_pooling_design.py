@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, check_args, describe_seeds, seed_summary, topic
 
 __all__ = ["PerKeyWidth", "per_key_width"]
@@ -101,8 +102,8 @@ def per_key_width(*, small: bool = False, seed: int = 0) -> TopicResult:
             x_train = data.x_train.tolist()
     vs_single = seed_summary([b - a for a, b in zip(mse["per_key"], mse["single_w"])])
     vs_book = seed_summary([b - a for a, b in zip(mse["per_key"], mse["book"])])
-    fig = show_heatmaps(weights.reshape(1, 1, *weights.shape), "sorted training inputs",
-                        "test inputs", figsize=(3, 3))  # fmt: skip
+    fig = show_heatmaps(weights.reshape(1, 1, *weights.shape), gettext("sorted training inputs"),
+                        gettext("test inputs"), figsize=(3, 3))  # fmt: skip
     mean = {k: sum(v) / seeds for k, v in mse.items()}
     # how the learned kernel width (1 / w_i) follows the gap to the neighbours
     gaps = [min(b - a for a, b in zip(x_train[max(i - 1, 0):i + 1], x_train[i:i + 2]))

@@ -11,6 +11,7 @@ import math
 import torch
 from torch import Tensor
 
+from attnkit.i18n import N_, gettext
 from attnkit.tour.base import TopicResult, check_args, describe_seeds, seed_summary, topic
 
 __all__ = ["gaussian_nw", "loo_width", "more_data", "sgd_width", "width_rate"]
@@ -65,10 +66,10 @@ def loo_width(*, small: bool = False, seed: int = 0) -> TopicResult:
         mse_best.append(min(test))
         diffs.append(default - test[i])
         if s == seed:
-            curves = {"leave-one-out MSE (training set)": loo, "test MSE": test}
+            curves = {gettext("leave-one-out MSE (training set)"): loo, gettext("test MSE"): test}
     summary = seed_summary(diffs)
-    fig = plot_curves(curves, "kernel width h", "MSE", x=WIDTH_GRID, logy=True,
-                      title="the width chosen on the training set alone")  # fmt: skip
+    fig = plot_curves(curves, gettext("kernel width h"), "MSE", x=WIDTH_GRID, logy=True,
+                      title=gettext("the width chosen on the training set alone"))  # fmt: skip
     fig.axes[0].set_xscale("log")
     values = {
         "data": "the book's 50 noisy points of 2 sin x + x^0.8 (noise sd 0.5), test grid 0:5:0.1",
@@ -104,7 +105,7 @@ def more_data(*, small: bool = False, seed: int = 0) -> TopicResult:
     reps = 3 if small else 5
     x_test = torch.arange(0.5, 4.5, 0.05, dtype=torch.float64)[:, None]
     truth = nw_target(x_test[:, 0])
-    rules = {"fixed h = 1": lambda n: 1.0, "fixed h = 0.3": lambda n: 0.3,
+    rules = {N_("fixed h = 1"): lambda n: 1.0, N_("fixed h = 0.3"): lambda n: 0.3,
              "h = 0.5 (n/50)^(-1/5)": lambda n: 0.5 * (n / 50) ** -0.2}  # fmt: skip
     mse = {k: [] for k in rules}
     for n in sizes:
@@ -116,8 +117,9 @@ def more_data(*, small: bool = False, seed: int = 0) -> TopicResult:
                 y = nw_target(x[:, 0]) + 0.5 * torch.randn(n, generator=g, dtype=torch.float64)
                 err += float(((gaussian_nw(x_test, x, y, rule(n)) - truth) ** 2).mean()) / reps
             mse[name].append(err)
-    fig = plot_curves(mse, "training examples n", "test MSE", x=sizes, logy=True,
-                      title="more data helps only if the width shrinks")  # fmt: skip
+    fig = plot_curves({gettext(k): v for k, v in mse.items()}, gettext("training examples n"),
+                      gettext("test MSE"), x=sizes, logy=True,
+                      title=gettext("more data helps only if the width shrinks"))  # fmt: skip
     fig.axes[0].set_xscale("log")
     keys = {
         "fixed h = 1": "fixed_1",
@@ -179,8 +181,9 @@ def sgd_width(*, small: bool = False, seed: int = 0) -> TopicResult:
                 out[name]["test"].append(float(((gaussian_nw(xt, x, y, h) - yt) ** 2).mean()))
             if s == seed:
                 out[name]["trace"] = trace
-    fig = plot_curves({k: v["trace"] for k, v in out.items()}, "step", "kernel width h",
-                      logy=True, title="gradient descent on the width")  # fmt: skip
+    fig = plot_curves({k: v["trace"] for k, v in out.items()}, gettext("step"),
+                      gettext("kernel width h"), logy=True,
+                      title=gettext("gradient descent on the width"))  # fmt: skip
     mean = {k: {m: sum(v[m]) / seeds for m in ("width", "train", "test")} for k, v in out.items()}
     loo_better = seed_summary([a - b for a, b in
                                zip(out["with_self"]["test"], out["leave_one_out"]["test"])])  # fmt: skip
@@ -297,9 +300,9 @@ def width_rate(*, small: bool = False, seed: int = 0) -> TopicResult:
         "theory_width_exponent": {f"d{d}": -1 / (d + 4) for d in dims},
         "theory_mse_exponent": {f"d{d}": -4 / (d + 4) for d in dims},
     }
-    fig = plot_curves({f"d = {d}": best_mse[d] for d in dims}, "training examples n",
-                      "test MSE at the best width", x=sizes, logy=True,
-                      title="higher dimension, slower convergence")  # fmt: skip
+    fig = plot_curves({f"d = {d}": best_mse[d] for d in dims}, gettext("training examples n"),
+                      gettext("test MSE at the best width"), x=sizes, logy=True,
+                      title=gettext("higher dimension, slower convergence"))  # fmt: skip
     fig.axes[0].set_xscale("log")
     finding = "; ".join(
         f"d = {d}: h* exponent {values['width_exponent'][f'd{d}']:.3f} (theory "

@@ -18,48 +18,36 @@ from typing import Any
 
 from attnkit._validate import one_of
 from attnkit.exercises.corpora import fra_path, time_machine_path
-from attnkit.exercises.registry import LANGS, Exercise, exercises, section_title
+from attnkit.exercises.registry import KINDS, LANGS, Exercise, exercises, section_title
 from attnkit.exercises.run import ExerciseRun, json_ready, run_exercise
+from attnkit.i18n import N_, _, use_language
 from attnkit.tour.base import TopicResult
 
 __all__ = ["BOOK_COMMAND", "cpu_name", "render_book", "rerender_book", "run_all", "write_book"]
 
 BOOK_COMMAND = "attnkit exercises all --book docs"
-_HEAD = {
-    "en": (
-        "# Exercises of chapters 8-10 (d2l 0.17 / zh), answered",
-        "Every end-of-section exercise of the sequence and attention chapters of *Dive into "
-        "Deep Learning* (0.17 and the Chinese edition: chapters 8-10; 1.0: chapters 9-11), "
-        "with attnkit's answer. Each question is in attnkit's own words. *experiment*: the "
-        "answer's numbers were measured by the run below and the claims listed under it are "
-        "asserted by a test in `tests/exercises/` at a small size; *derivation*: worked out, "
-        "checked by numbers where numbers can check it; *open* and *needs-data*: answered "
-        "with reasons (and with an experiment where one decides part of it).",
-    ),
-    "zh": (
-        "# 第8-10章练习解答（d2l 0.17 / 中文版）",
-        "《动手学深度学习》序列与注意力各章（0.17 与中文版：第8-10章；1.0：第9-11章）每节末尾的练习，"
-        "以及 attnkit 的解答。问题均用 attnkit 自己的话重述。*experiment*（实验）：答案中的数值由下面"
-        "这次运行测得，其下所列结论由 `tests/exercises/` 中的测试以小规模断言；*derivation*（推导）："
-        "写出推导，凡能用数字检验之处都用数字检验；*open*（开放问题）与 *needs-data*（缺数据）："
-        "给出有理由的回答（能用实验判定其中一部分时附实验）。",
-    ),
-}
-_RUN = {"en": "Run", "zh": "运行"}
-# what the run read: (The Time Machine present?, Tatoeba fra.txt present?)
+_TITLE = N_("# Exercises of chapters 8-10 (d2l 0.17 / zh), answered")
+_INTRO = N_(
+    "Every end-of-section exercise of the sequence and attention chapters of *Dive into "
+    "Deep Learning* (0.17 and the Chinese edition: chapters 8-10; 1.0: chapters 9-11), "
+    "with attnkit's answer. Each question is in attnkit's own words. *experiment*: the "
+    "answer's numbers were measured by the run below and the claims listed under it are "
+    "asserted by a test in `tests/exercises/` at a small size; *derivation*: worked out, "
+    "checked by numbers where numbers can check it; *open* and *needs-data*: answered "
+    "with reasons (and with an experiment where one decides part of it)."
+)
+# what the run read: The Time Machine present or not, then Tatoeba's fra.txt present or not
 _DATA = {
-    "en": {
-        True: ("Data: *The Time Machine* ($ATTNKIT_TIMEMACHINE) ", "and Tatoeba's fra.txt "
-               "($ATTNKIT_FRA) were on the machine, so the full-size runs read them where an "
-               "exercise reads text or translation data; each answer names the data it used."),
-        False: ("Data: *The Time Machine* was not on the machine (the built-in corpus stood in) ",
-                "and fra.txt was not (generated pairs stood in); each answer names its data."),
+    "time_machine": {
+        True: N_("Data: *The Time Machine* ($ATTNKIT_TIMEMACHINE) "),
+        False: N_("Data: *The Time Machine* was not on the machine (the built-in corpus stood "
+                  "in) "),
     },
-    "zh": {
-        True: ("数据：《时间机器》（$ATTNKIT_TIMEMACHINE）", "和 Tatoeba 的 fra.txt（$ATTNKIT_FRA）都在本机，"
-               "凡读取文本或翻译数据的练习在完整规模下都用了它们；每个解答都写明所用的数据。"),
-        False: ("数据：《时间机器》不在本机（以内置语料代替），", "fra.txt 也不在（以生成的句对代替）；"
-                "每个解答都写明所用的数据。"),
+    "fra": {
+        True: N_("and Tatoeba's fra.txt ($ATTNKIT_FRA) were on the machine, so the full-size "
+                 "runs read them where an exercise reads text or translation data; each answer "
+                 "names the data it used."),
+        False: N_("and fra.txt was not (generated pairs stood in); each answer names its data."),
     },
 }  # fmt: skip
 
@@ -102,7 +90,9 @@ def write_book(folder: str | Path, *, seed: int = 0, small: bool = False) -> lis
         old.unlink()
     t0 = time.perf_counter()
     every = exercises("0.17") + [e for e in exercises("1.0") if e.id is None]
-    runs, figures = run_all(every, small=small, seed=seed, out=figure_dir)
+    # the record is the run's, not a language's: values (seed summaries) and figures in English
+    with use_language("en"):
+        runs, figures = run_all(every, small=small, seed=seed, out=figure_dir)
     record = {
         "date": datetime.date.today().isoformat(),
         "command": BOOK_COMMAND
@@ -143,22 +133,27 @@ def rerender_book(folder: str | Path) -> list[Path]:
 def render_book(record: dict[str, Any], lang: str = "en") -> str:
     """The answer book page in ``lang`` for a run's ``record`` (``write_book``'s JSON)."""
     one_of("lang", lang, LANGS)
-    title, intro = _HEAD[lang]
+    with use_language(lang):
+        return _render(record, lang)
+
+
+def _render(record: dict[str, Any], lang: str) -> str:
     every = exercises("0.17") + [e for e in exercises("1.0") if e.id is None]
     saved = record["exercises"]
-    counts = {k: sum(e.kind == k for e in every) for k in ("experiment", "derivation", "open",
-                                                             "needs-data")}  # fmt: skip
-    lines = [title, "", intro, ""]
+    counts = {k.replace("-", "_"): sum(e.kind == k for e in every) for k in KINDS}
+    lines = [_(_TITLE), "", _(_INTRO), ""]
+    kinds = _("{experiment} experiment, {derivation} derivation, {open} open, "
+              "{needs_data} needs-data").format(**counts)  # fmt: skip
     lines += [
-        f"{_RUN[lang]}: {record['date']}, `{record['command']}`, {record['cpu']}, "
-        f"{record['seconds']:.0f} s; {len(every)} exercises ("
-        + ", ".join(f"{n} {k}" for k, n in counts.items())
-        + ").",
+        _("Run: {date}, `{command}`, {cpu}, {seconds:.0f} s; {count} exercises ({kinds}).").format(
+            date=record["date"], command=record["command"], cpu=record["cpu"],
+            seconds=record["seconds"], count=len(every), kinds=kinds,
+        ),
         "",
-    ]
+    ]  # fmt: skip
     data = record.get("data", {})
-    lines += [_DATA[lang][bool(data.get("time_machine"))][0]
-              + _DATA[lang][bool(data.get("fra"))][1], ""]  # fmt: skip
+    lines += [_(_DATA["time_machine"][bool(data.get("time_machine"))])
+              + _(_DATA["fra"][bool(data.get("fra"))]), ""]  # fmt: skip
     current = None
     for e in every:
         heading = section_title(e, lang)

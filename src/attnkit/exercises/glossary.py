@@ -12,47 +12,61 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["PHRASES", "to_zh"]
+__all__ = ["PHRASES", "data_label", "to_zh"]
 
 # English phrase -> Chinese, as the experiments write them
 PHRASES = {
-    "the built-in corpus (Python's reference topics)": "内置语料（Python 语言参考的各主题文本）",
+    "the built-in corpus (Python's reference topics)": "内置语料（Python语言参考的各主题文本）",
     "The Time Machine": "《时间机器》",
-    "Tatoeba fra.txt (the book's data)": "Tatoeba 的 fra.txt（本书的数据）",
-    "generated English-French pairs (attnkit.data.synthetic_fr)": "attnkit 生成的英法句对",
-    "generated English-French pairs": "attnkit 生成的英法句对",
+    "Tatoeba fra.txt (the book's data)": "Tatoeba的fra.txt（本书的数据）",
+    "generated English-French pairs (attnkit.data.synthetic_fr)": "attnkit生成的英法句对",
+    "generated English-French pairs": "attnkit生成的英法句对",
     "French side of generated pairs (attnkit.data.synthetic_fr), spaces removed":
         "生成句对的法语一侧（去掉空格）",
-    "the Python standard library's docstrings": "Python 标准库的文档字符串",
-    "docstrings of Python's standard library": "Python 标准库的文档字符串",
+    "the Python standard library's docstrings": "Python标准库的文档字符串",
+    "docstrings of Python's standard library": "Python标准库的文档字符串",
     "the English side of attnkit's generated corpus, as characters":
-        "attnkit 生成语料的英语一侧（按字符）",
+        "attnkit生成语料的英语一侧（按字符）",
     "synthetic oriented bars (generated in code; not Fashion-MNIST)":
-        "合成的有向条纹图像（由代码生成；不是 Fashion-MNIST）",
+        "合成的有向条纹图像（由代码生成；不是Fashion-MNIST）",
     "generated English (toy grammar)": "生成的英语（玩具语法）",
     "generated French (toy grammar)": "生成的法语（玩具语法）",
-    "Tatoeba English (fra.txt)": "Tatoeba 英语（fra.txt）",
-    "Tatoeba French (fra.txt)": "Tatoeba 法语（fra.txt）",
-    " training)": " 对用于训练）",
+    "Tatoeba English (fra.txt)": "Tatoeba英语（fra.txt）",
+    "Tatoeba French (fra.txt)": "Tatoeba法语（fra.txt）",
 }  # fmt: skip
+_PAIRS = re.compile(r" ?\((\d+) training\)")  # "generated English-French pairs (693 training)"
 _SEEDS = re.compile(
     r"(\d+)/(\d+) seeds \(difference mean (\S+?)(?: ([A-Za-z]+))?, sd ([^,]+), min ([^;]+); "
     r"chance of (\S+) or more with no effect ([^;]+); chance that a new set of (\d+) seeds "
     r"has one the other way ([^)]+)\)"
 )
+_UNITS = {"nats": "奈特"}
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# d2l-zh puts no space between a Chinese character and Latin text or a digit
+_SPACE = re.compile(f"(?<=[{HAN}]) +(?=[A-Za-z0-9<])|(?<=[A-Za-z0-9>)]) +(?=[{HAN}])")
 
 
 def _seeds(m: re.Match) -> str:
     agree, n, mean, unit, sd, low, k, p, n2, p_fail = m.groups()
-    unit = f" {unit}" if unit else ""
+    unit = _UNITS.get(unit, f" {unit}") if unit else ""
     return (
-        f"{agree}/{n} 个种子（差值均值 {mean}{unit}，标准差 {sd}，最小 {low}；若无效应，"
-        f"出现 {k} 或更多的概率为 {p}；新取 {n2} 个种子时至少有一个方向相反的概率为 {p_fail}）"
+        f"{agree}/{n}个种子（差值均值{mean}{unit}，标准差{sd}，最小{low}；若无效应，"
+        f"出现{k}或更多的概率为{p}；新取{n2}个种子时至少有一个方向相反的概率为{p_fail}）"
     )
 
 
 def to_zh(text: str) -> str:
-    """``text`` with every known phrase and seed summary in Chinese."""
+    """``text`` with every known phrase and seed summary in Chinese, and spaced as d2l-zh
+    writes (no space between a Chinese character and Latin text or a digit: a Chinese value
+    such as ``data_zh`` that an experiment wrote with spaces reads as the answers do)."""
     for english in sorted(PHRASES, key=len, reverse=True):
         text = text.replace(english, PHRASES[english])
-    return _SEEDS.sub(_seeds, text)
+    text = _PAIRS.sub(lambda m: f"（{m.group(1)}对用于训练）", text)
+    return _SPACE.sub("", _SEEDS.sub(_seeds, text))
+
+
+def data_label(name: str) -> str:
+    """A data name for a figure's title: in Chinese when Chinese is in force."""
+    from attnkit.i18n import get_language
+
+    return to_zh(name) if get_language() == "zh" else name

@@ -37,6 +37,15 @@ LANGS = ("en", "zh")
 KINDS = ("experiment", "derivation", "open", "needs-data")
 STATUS = {"experiment": "asserted", "derivation": "derived", "open": "answered",
           "needs-data": "answered"}  # fmt: skip
+# the kinds and statuses as the Chinese answer book and report name them (parallel text:
+# the English words are the codes themselves, too short to be catalog messages of their own)
+KIND_ZH = {"experiment": "实验", "derivation": "推导", "open": "开放问题", "needs-data": "缺数据"}
+STATUS_ZH = {
+    "asserted": "已断言",
+    "derived": "已推导",
+    "answered": "已解答",
+    "unanswered": "未解答",
+}
 # the text files, in the chapters' order
 GROUPS = ("sequence", "rnn", "gated", "seq2seq", "attention", "transformer")
 _FIELDS = {"ids_1_0", "kind", "experiment", "question", "question_zh", "answer",
@@ -48,8 +57,8 @@ class Exercise:
     """One exercise: ``key`` is its ID (``"9.7.4"``, or ``"1.0/11.2.4"`` when only 1.0
     asks it); ``experiment`` names the function whose values the answers are formatted
     with (``"module:function"`` in ``attnkit.exercises``, or ``"tour:TOPIC"``), ``claims``
-    the (value key, claim) pairs its test asserts; ``see`` other exercises whose answers
-    bear on this one."""
+    the (value key, claim) pairs its test asserts (``claims_zh`` the claims in Chinese, in
+    the same order); ``see`` other exercises whose answers bear on this one."""
 
     key: str
     group: str
@@ -61,6 +70,7 @@ class Exercise:
     answer_zh: str
     experiment: str | None = None
     claims: tuple[tuple[str, str], ...] = ()
+    claims_zh: tuple[str, ...] = ()
     see: tuple[str, ...] = ()
 
     @property
@@ -76,6 +86,20 @@ class Exercise:
     @property
     def status(self) -> str:
         return STATUS.get(self.kind, "unanswered")
+
+    def kind_in(self, lang: str = "en") -> str:
+        """Its kind in ``lang`` ("experiment", or "实验" in Chinese)."""
+        return KIND_ZH.get(self.kind, self.kind) if lang == "zh" else self.kind
+
+    def status_in(self, lang: str = "en") -> str:
+        """Its status in ``lang`` ("asserted", or "已断言" in Chinese)."""
+        return STATUS_ZH.get(self.status, self.status) if lang == "zh" else self.status
+
+    def claims_in(self, lang: str = "en") -> tuple[tuple[str, str], ...]:
+        """The (value key, claim) pairs its test asserts, the claims in ``lang``."""
+        if lang != "zh":
+            return self.claims
+        return tuple((key, zh) for (key, _), zh in zip(self.claims, self.claims_zh, strict=True))
 
     def label(self, edition: str = "0.17") -> str | None:
         """Its ID in ``edition``'s numbering ("9.2.1"), or None where that edition lacks it."""
@@ -122,6 +146,12 @@ def _load() -> tuple[dict[str, Exercise], dict[str, dict]]:
             unknown = set(entry) - _FIELDS
             if unknown:
                 raise ValueError(f"exercise {key} in text/{group}.toml: unknown fields {unknown}")
+            claims = entry.get("claims", ())
+            if any(len(c) != 3 or not all(isinstance(s, str) and s for s in c) for c in claims):
+                raise ValueError(
+                    f"exercise {key} in text/{group}.toml: each claim is [value key, English, "
+                    "Chinese]"
+                )
             found[key] = Exercise(
                 key=key,
                 group=group,
@@ -132,7 +162,8 @@ def _load() -> tuple[dict[str, Exercise], dict[str, dict]]:
                 answer=entry.get("answer", "").strip(),
                 answer_zh=entry.get("answer_zh", "").strip(),
                 experiment=entry.get("experiment"),
-                claims=tuple(tuple(c) for c in entry.get("claims", ())),
+                claims=tuple((k, en) for k, en, _ in claims),
+                claims_zh=tuple(zh for _, _, zh in claims),
                 see=tuple(entry.get("see", ())),
             )
     ordered = dict(sorted(found.items(), key=lambda kv: _sort_key(kv[0])))
@@ -151,12 +182,15 @@ def exercises(edition: str = "0.17") -> list[Exercise]:
 
 def section_title(exercise: Exercise, lang: str = "en") -> str:
     """``"10.2 Attention Pooling: ..."``: its section as the 0.17 edition (or, for a
-    1.0-only exercise, 1.0) names it."""
+    1.0-only exercise, 1.0) names it; in Chinese ``"10.2. 注意力汇聚：..."``, numbered as
+    d2l-zh's pages number their sections."""
     sections = _load()[1]
     entry = sections.get(exercise.section if exercise.id else f"1.0/{exercise.section}", {})
-    title = entry.get("title_zh", entry.get("title", "")) if lang == "zh" else entry.get("title")
+    if lang == "zh":
+        edition = "" if exercise.id else "（d2l 1.0）"
+        return f"{exercise.section}. {entry.get('title_zh') or entry.get('title', '')}" + edition
     edition = "" if exercise.id else " (d2l 1.0)"
-    return f"{exercise.section} {title or ''}".strip() + edition
+    return f"{exercise.section} {entry.get('title') or ''}".strip() + edition
 
 
 def find_exercise(exercise_id: str, edition: str = "0.17") -> Exercise:

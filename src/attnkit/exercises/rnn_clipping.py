@@ -7,7 +7,9 @@ import math
 
 import torch
 
+from attnkit.exercises.glossary import data_label
 from attnkit.exercises.rnn_lm import char_data, evaluate_perplexity, make_lm, train_char_lm
+from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, topic
 
 __all__ = ["clipping_and_relu"]
@@ -58,8 +60,9 @@ def clipping_and_relu(*, small: bool = False, seed: int = 0) -> TopicResult:
                     "failed": sum(not (p <= unigram) for p in ppl),
                     "median_perplexity": sorted(ppl)[len(ppl) // 2],
                 }  # fmt: skip
-    fig = plot_curves({k: v for k, v in curves.items() if "lr 3" in k}, "SGD step",
-                      "training loss (capped at 10)", title=f"lr 3, {name}")  # fmt: skip
+    fig = plot_curves({k: v for k, v in curves.items() if "lr 3" in k}, gettext("SGD step"),
+                      gettext("training loss (capped at 10)"),
+                      title=gettext("lr 3, {data}").format(data=data_label(name)))  # fmt: skip
     r = results
     values = {
         "data": name, "steps": steps, "n": n_seeds, "runs": r, "unigram_perplexity": unigram,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from attnkit.exercises.glossary import data_label
 from attnkit.exercises.rnn_lm import (
     evaluate_perplexity,
     make_lm,
@@ -13,6 +14,7 @@ from attnkit.exercises.rnn_lm import (
     reference_size,
     train_char_lm,
 )
+from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, topic
 
 __all__ = ["history_reach"]
@@ -81,9 +83,11 @@ def history_reach(*, small: bool = False, seed: int = 0) -> TopicResult:
         "perplexity": evaluate_perplexity(model, held),
         "short_perplexity": evaluate_perplexity(short, held),
     }  # fmt: skip
-    fig = plot_curves({"trained with 20 steps": grad20, "trained with 5 steps": grad5},
-                      "k (tokens back)", "|d log P(next) / d x_(t-k)|", logy=True,
-                      title=f"influence of a token k steps back, {name}")  # fmt: skip
+    trained = gettext("trained with {steps} steps")
+    fig = plot_curves({trained.format(steps=20): grad20, trained.format(steps=5): grad5},
+                      gettext("k (tokens back)"), "|d log P(next) / d x_(t-k)|", logy=True,
+                      title=gettext("influence of a token k steps back, {data}").format(
+                          data=data_label(name)))  # fmt: skip
     finding = (
         f"{name}: gradient of log P(next) w.r.t. the token k back, relative to k = 0: "
         f"k = {T}: {values['grad_at_num_steps_over_0']:.1e}, k = 40: "

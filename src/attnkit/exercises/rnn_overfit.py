@@ -3,7 +3,9 @@ many hidden units, little text."""
 
 from __future__ import annotations
 
+from attnkit.exercises.glossary import data_label
 from attnkit.exercises.rnn_lm import char_data, evaluate_perplexity, make_lm, train_char_lm
+from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, topic
 
 __all__ = ["overfit_gap"]
@@ -34,8 +36,17 @@ def overfit_gap(*, small: bool = False, seed: int = 0) -> TopicResult:
         curves[f"train, {hidden} hidden"], curves[f"held-out, {hidden} hidden"] = tr, te
         summary[hidden] = {"train": tr[-1], "held_out": te[-1], "held_out_min": min(te),
                            "gap": te[-1] - tr[-1], "rise": te[-1] - min(te)}  # fmt: skip
-    fig = plot_curves(curves, f"x{chunk} Adam steps", "perplexity", logy=True,
-                      title=f"2,000 characters of {name}")  # fmt: skip
+    shown = {
+        gettext("train, {hidden} hidden").format(hidden=h): curves[f"train, {h} hidden"]
+        for h in (64, 16)
+    }
+    shown |= {
+        gettext("held-out, {hidden} hidden").format(hidden=h): curves[f"held-out, {h} hidden"]
+        for h in (64, 16)
+    }
+    title = gettext("2,000 characters of {data}").format(data=data_label(name))
+    fig = plot_curves(shown, gettext("x{chunk} Adam steps").format(chunk=chunk),
+                      gettext("perplexity"), logy=True, title=title)  # fmt: skip
     big, small_net = summary[64], summary[16]
     values = {
         "data": name, "train_chars": len(little), "steps": chunks * chunk,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, topic
 from attnkit.tour.recurrent import autoregressive, fit_window_net
 
@@ -51,9 +52,9 @@ def rnn_autoregressive(*, small: bool = False, seed: int = 0) -> TopicResult:
     mse = {f"k{k}": float(((cols[tau + k - 1] - x[tau + k - 1 : tau + k - 1 + n]) ** 2).mean())
            for k in steps}  # fmt: skip
     mlp_mse = {f"k{k}": v for k, v in mlp["k_step_mse"].items()}
-    fig = plot_curves({"RNN": list(mse.values()), "MLP (tour)": list(mlp_mse.values())},
-                      "k", "k-step-ahead MSE", x=list(steps), logy=True,
-                      title="noisy sine, τ = 4")  # fmt: skip
+    fig = plot_curves({"RNN": list(mse.values()), gettext("MLP (tour)"): list(mlp_mse.values())},
+                      "k", gettext("k-step-ahead MSE"), x=list(steps), logy=True,
+                      title=gettext("noisy sine, τ = 4"))  # fmt: skip
     values = {"rnn_k_step_mse": mse, "mlp_k_step_mse": mlp_mse, "noise_variance": 0.04,
               "rnn_1_step": mse["k1"], "rnn_64_over_1": mse["k64"] / mse["k1"],
               "rnn_minus_mlp": {k: mse[k] - mlp_mse[k] for k in mse}}  # fmt: skip

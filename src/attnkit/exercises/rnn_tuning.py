@@ -7,7 +7,9 @@ from __future__ import annotations
 import torch
 
 from attnkit.data.lm import normalize_line
+from attnkit.exercises.glossary import data_label
 from attnkit.exercises.rnn_lm import char_data, evaluate_perplexity, make_lm, train_char_lm
+from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, describe_seeds, seed_summary, topic
 
 __all__ = ["perplexity_grid"]
@@ -65,8 +67,10 @@ def perplexity_grid(*, small: bool = False, seed: int = 0) -> TopicResult:
 
     other_name, other = _other_text(name, vocab)
     other_ppl = evaluate_perplexity(models["base"], other)
-    fig = plot_curves(curves, "SGD step", "training perplexity (10-step mean)", logy=True,
-                      title=f"character RNN on {name}")  # fmt: skip
+    fig = plot_curves(curves, gettext("SGD step"), gettext("training perplexity (10-step mean)"),
+                      logy=True,
+                      title=gettext("character RNN on {data}").format(
+                          data=data_label(name)))  # fmt: skip
     values = {
         "data": name, "steps": steps, "held_out_perplexity": held_ppl,
         "train_perplexity": train_ppl, "best": best, "best_perplexity": held_ppl[best],

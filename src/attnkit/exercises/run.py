@@ -20,15 +20,10 @@ from typing import Any
 from attnkit._validate import boolean, non_negative_int, one_of
 from attnkit.exercises.glossary import to_zh
 from attnkit.exercises.registry import EDITIONS, LANGS, Exercise, find_exercise, section_title
+from attnkit.i18n import _, get_language, use_language
 from attnkit.tour.base import TopicResult
 
 __all__ = ["ExerciseRun", "experiment_function", "json_ready", "run_exercise"]
-
-_WORDS = {
-    "en": {"question": "Question", "answer": "Answer", "asserted": "Asserted by its test",
-           "see": "See also"},
-    "zh": {"question": "问题", "answer": "解答", "asserted": "测试断言（以英文写成）", "see": "另见"},
-}  # fmt: skip
 
 
 def experiment_function(ref: str):
@@ -103,7 +98,9 @@ class _Values(string.Formatter):
         if isinstance(obj, str) and obj in ("nan", "inf", "-inf"):
             obj = float(obj)
         elif isinstance(obj, str) and self.lang == "zh":
-            obj = to_zh(obj)  # a data name or seed summary the experiment wrote in English
+            # a data name or seed summary the experiment wrote in English; a Chinese value
+            # (``data_zh``) spaced as d2l-zh writes
+            obj = to_zh(obj)
         return obj, first
 
 
@@ -125,11 +122,11 @@ class ExerciseRun:
             self.exercise.answer_template(lang), (), self.values
         )
 
-    def asserted(self) -> list[dict[str, Any]]:
-        """The claims a test asserts, each with the value that carries it."""
+    def asserted(self, lang: str = "en") -> list[dict[str, Any]]:
+        """The claims a test asserts (in ``lang``), each with the value that carries it."""
         return [
             {"key": key, "claim": claim, "value": json_ready(self.values.get(key))}
-            for key, claim in self.exercise.claims
+            for key, claim in self.exercise.claims_in(lang)
         ]
 
     def to_json(self, lang: str = "en") -> dict[str, Any]:
@@ -144,53 +141,63 @@ class ExerciseRun:
             "question": e.question_in(lang),
             "answer": self.answer(lang),
             "values": json_ready(self.values),
-            "asserted": self.asserted(),
+            "asserted": self.asserted(lang),
             "seconds": round(self.result.seconds, 2) if self.result else 0.0,
         }
 
     def markdown(self, lang: str = "en", figures: list[str] = ()) -> str:
         """The answer book's entry: heading, question, answer, figures (paths as given),
         the claims its test asserts. Notebooks show it (``_repr_markdown_``)."""
+        one_of("lang", lang, LANGS)
         e = self.exercise
-        w = _WORDS[lang]
-        label = e.id or e.key.removeprefix("1.0/")
-        other = f" (1.0: {', '.join(e.ids_1_0)})" if e.id and e.ids_1_0 else ""
-        lines = [f"### {label}{other or (' (d2l 1.0)' if e.id is None else '')} · "
-                 f"{e.kind} · {e.status}", ""]  # fmt: skip
-        stop = "：" if lang == "zh" else "."
-        lines += [f"**{w['question']}{stop}** {e.question_in(lang)}", ""]
-        lines += [f"**{w['answer']}{stop}** {self.answer(lang)}", ""]
-        lines += [f"![{label} {Path(f).name}]({f})\n" for f in figures]
-        if e.claims:
-            lines += [f"*{w['asserted']}{'：' if lang == 'zh' else ':'}*", ""]
-            lines += [f"- {claim} (`{key}`)" for key, claim in e.claims] + [""]
-        if e.see:
-            lines += [f"*{w['see']}:* {', '.join(e.see)}", ""]
+        name = e.id or e.key.removeprefix("1.0/")
+        with use_language(lang):
+            if e.id and e.ids_1_0:
+                label = _("{label} (1.0: {ids})").format(label=name, ids=", ".join(e.ids_1_0))
+            elif e.id is None:
+                label = _("{label} (d2l 1.0)").format(label=name)
+            else:
+                label = name
+            lines = [f"### {label} · {e.kind_in(lang)} · {e.status_in(lang)}", ""]
+            lines += [_("**Question.** {question}").format(question=e.question_in(lang)), ""]
+            lines += [_("**Answer.** {answer}").format(answer=self.answer(lang)), ""]
+            lines += [f"![{name} {Path(f).name}]({f})\n" for f in figures]
+            if e.claims:
+                lines += [_("*Asserted by its test:*"), ""]
+                lines += [_("- {claim} (`{key}`)").format(claim=claim, key=key)
+                          for key, claim in e.claims_in(lang)] + [""]  # fmt: skip
+            if e.see:
+                lines += [_("*See also:* {ids}").format(ids=", ".join(e.see)), ""]
         return "\n".join(lines)
 
     def _repr_markdown_(self) -> str:
-        return self.markdown("en")
+        return self.markdown(get_language() if get_language() in LANGS else "en")
 
     def report(self, lang: str = "en", edition: str = "0.17") -> str:
         """The printed form: ID, section, question, answer, what the test asserts."""
+        one_of("lang", lang, LANGS)
         e = self.exercise
-        zh = lang == "zh"
         label = e.label(edition) or e.key
         other = e.label("1.0" if edition == "0.17" else "0.17")
-        head = f"{label} [{e.kind}, {e.status}] {section_title(e, lang)}"
-        if other:
-            head += f" ({'另一版本' if zh else 'other edition'}: {other})"
         wrap = lambda text: "\n".join(  # noqa: E731
-            textwrap.fill(p, 92, break_long_words=False) if not zh else p for p in text.split("\n")
+            textwrap.fill(p, 92, break_long_words=False) if lang != "zh" else p
+            for p in text.split("\n")
         )
-        parts = [head, "", ("问题：" if zh else "Question: ") + e.question_in(lang), ""]
-        parts += [("解答：" if zh else "Answer:"), wrap(self.answer(lang))]
-        if e.claims:
-            parts += ["", "测试断言（实测值）：" if zh else "Asserted by its test (measured):"]
-            parts += [f"  - {claim} [{key} = {_short(self.values.get(key))}]"
-                      for key, claim in e.claims]  # fmt: skip
-        if self.result is not None:
-            parts += ["", f"({self.result.seconds:.1f} s)"]
+        with use_language(lang):
+            head = _("{label} [{kind}, {status}] {section}").format(
+                label=label, kind=e.kind_in(lang), status=e.status_in(lang),
+                section=section_title(e, lang),
+            )  # fmt: skip
+            if other:
+                head = _("{head} (other edition: {other})").format(head=head, other=other)
+            parts = [head, "", _("Question: {question}").format(question=e.question_in(lang))]
+            parts += ["", _("Answer:"), wrap(self.answer(lang))]
+            if e.claims:
+                parts += ["", _("Asserted by its test (measured):")]
+                parts += [f"  - {claim} [{key} = {_short(self.values.get(key))}]"
+                          for key, claim in e.claims_in(lang)]  # fmt: skip
+            if self.result is not None:
+                parts += ["", _("({seconds:.1f} s)").format(seconds=self.result.seconds)]
         return "\n".join(parts)
 
 

@@ -18,6 +18,7 @@ from attnkit.exercises.seq2seq_common import (
     train_seq2seq,
     val_bleu,
 )
+from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, check_args, describe_seeds, seed_summary, topic
 
 __all__ = ["hyperparameters", "lstm_cell", "no_loss_mask", "no_teacher_forcing", "trained"]
@@ -172,7 +173,7 @@ def no_teacher_forcing(*, small: bool = False, seed: int = 0) -> TopicResult:
                for v in ("base", "free_running", "free_running_reset")}  # fmt: skip
     # positive when teacher forcing wins
     tf_wins = seed_summary([-d for d in (x - y for x, y in zip(res["free_running"], res["base"]))])
-    curves = {f"{v} (seed 0)": trained(v, small, 0)[1]
+    curves = {gettext("{variant} (seed 0)").format(variant=v): trained(v, small, 0)[1]
               for v in ("base", "free_running", "free_running_reset")}  # fmt: skip
     values = {**_setting(small), "bleu": {"teacher_forcing": res["base"],
               "free_running": res["free_running"], "free_running_reset":
@@ -183,8 +184,9 @@ def no_teacher_forcing(*, small: bool = False, seed: int = 0) -> TopicResult:
               "train_loss_last": {v: trained(v, small, 0)[1][-1] for v in tf_loss},
               "tf_over_free": describe_seeds(tf_wins, " BLEU"),
               "carried_over_reset_text": describe_seeds(reset["diff"], " BLEU")}  # fmt: skip
-    fig = plot_curves(curves, "epoch", "train loss (own inputs when free running)",
-                      title="teacher forcing vs free running")  # fmt: skip
+    fig = plot_curves(curves, gettext("epoch"),
+                      gettext("train loss (own inputs when free running)"),
+                      title=gettext("teacher forcing vs free running"))  # fmt: skip
     finding = f"teacher forcing beats free running on {values['tf_over_free']}"
     return TopicResult("seq2seq_variants_no_teacher_forcing", finding, values, {"loss": fig})
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 
+from attnkit.exercises.glossary import data_label
+from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, check_args, topic
 
 __all__ = ["no_spaces", "vocab_growth"]
@@ -59,9 +61,10 @@ def vocab_growth(*, small: bool = False, seed: int = 0) -> TopicResult:
     growth = [b["target"] / a["target"] for a, b in itertools.pairwise(rows)]
     pair_growth = [b["pairs_read"] / a["pairs_read"] for a, b in itertools.pairwise(rows)]
     fig = plot_curves(
-        {"source (English)": [r["source"] for r in rows],
-         "target (French)": [r["target"] for r in rows]},
-        "num_examples (doubling)", "vocabulary size", title=name[:40],
+        {gettext("source (English)"): [r["source"] for r in rows],
+         gettext("target (French)"): [r["target"] for r in rows]},
+        gettext("num_examples (doubling)"), gettext("vocabulary size"),
+        title=data_label(name)[:40],
     )  # fmt: skip
     values = {
         "data": name,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from attnkit.data.text import Vocab, tokenize
 from attnkit.exercises import corpora
+from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, check_args, topic
 
 __all__ = ["ngram_storage", "vocab_min_freq", "words_of", "zipf_exponent", "zipf_exponents"]
@@ -75,9 +76,9 @@ def vocab_min_freq(*, small: bool = False, seed: int = 0) -> TopicResult:
     hapaxes = sum(c == 1 for c in counts.values())
     coverage = {f"m{m}": sum(c for c in counts.values() if c >= m) / n_tokens for m in MIN_FREQS}
     fig = plot_curves(
-        {"words": [word_sizes[f"m{m}"] for m in MIN_FREQS[1:]],
-         "characters": [char_sizes[f"m{m}"] for m in MIN_FREQS[1:]]},
-        "min_freq", "vocabulary size", x=list(MIN_FREQS[1:]), logy=True, figsize=(4.5, 3),
+        {gettext("words"): [word_sizes[f"m{m}"] for m in MIN_FREQS[1:]],
+         gettext("characters"): [char_sizes[f"m{m}"] for m in MIN_FREQS[1:]]},
+        "min_freq", gettext("vocabulary size"), x=list(MIN_FREQS[1:]), logy=True, figsize=(4.5, 3),
     )  # fmt: skip
     fig.axes[0].set_xscale("log")
     values = {
@@ -152,8 +153,9 @@ def zipf(*, small: bool = False, seed: int = 0) -> TopicResult:
     found = zipf_exponents(words)
     freqs = {n: sorted(ngram_counts(words, n).values(), reverse=True) for n in (1, 2, 3)}
     fig = plot_curves(
-        {f"{n}-grams (α = {found[f'n{n}']['alpha']:.2f})": f[:5000] for n, f in freqs.items()},
-        "rank", "count", x=list(range(1, 5001)), logy=True, figsize=(4.5, 3),
+        {gettext("{n}-grams (α = {alpha:.2f})").format(n=n, alpha=found[f"n{n}"]["alpha"]):
+         f[:5000] for n, f in freqs.items()},
+        gettext("rank"), gettext("count"), x=list(range(1, 5001)), logy=True, figsize=(4.5, 3),
     )  # fmt: skip
     fig.axes[0].set_xscale("log")
     alphas = {n: f["alpha"] for n, f in found.items()}

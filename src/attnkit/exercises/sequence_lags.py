@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, check_args, describe_seeds, seed_summary, topic
 from attnkit.tour.recurrent import fit_window_net
 
@@ -154,10 +155,10 @@ def lags_and_architectures(*, small: bool = False, seed: int = 0) -> TopicResult
         [r["book MLP (4-10-1)"][64] - r["linear tau=4"][64] for r in runs]
     )
     fig = plot_curves(
-        {"test MSE vs data": [mse_data[t] for t in TAUS],
-         "test MSE vs sine": [mse_sine[t] for t in TAUS]},
-        "number of lags τ", "MSE", x=list(TAUS), logy=True, figsize=(4.5, 3),
-        title="linear AR(τ), one step ahead",
+        {gettext("test MSE vs data"): [mse_data[t] for t in TAUS],
+         gettext("test MSE vs sine"): [mse_sine[t] for t in TAUS]},
+        gettext("number of lags τ"), "MSE", x=list(TAUS), logy=True, figsize=(4.5, 3),
+        title=gettext("linear AR(τ), one step ahead"),
     )  # fmt: skip
     values = {
         "seeds": len(seeds),

@@ -11,6 +11,7 @@ import random
 import torch
 
 from attnkit.data.lm import seq_data_iter_random
+from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, check_args, topic
 
 __all__ = ["offset_coverage"]
@@ -72,9 +73,10 @@ def offset_coverage(*, small: bool = False, seed: int = 0) -> TopicResult:
         "book_min_ratio": float(read.min() / mid),
     }
     fig = plot_curves(
-        {"book offset": read[: 4 * NUM_STEPS].tolist(),
-         "rotated corpus": read_c[: 4 * NUM_STEPS].tolist()},
-        "position", "fraction of epochs read", x=list(range(4 * NUM_STEPS)), figsize=(4.5, 3),
+        {gettext("book offset"): read[: 4 * NUM_STEPS].tolist(),
+         gettext("rotated corpus"): read_c[: 4 * NUM_STEPS].tolist()},
+        gettext("position"), gettext("fraction of epochs read"), x=list(range(4 * NUM_STEPS)),
+        figsize=(4.5, 3),
     )  # fmt: skip
     finding = (
         f"{epochs} epochs over {N_TOKENS} tokens (num_steps {NUM_STEPS}, batch {BATCH}): middle "

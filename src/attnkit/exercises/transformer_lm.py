@@ -13,6 +13,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, check_args, seed_summary, topic
 
 __all__ = ["causal_mask_cheat", "deeper_stacks", "head_importance"]
@@ -145,7 +146,7 @@ def head_importance(*, small: bool = False, seed: int = 0) -> TopicResult:
         base.append(b)
         drops.append(inc)
     gap = seed_summary([hi - lo for lo, hi in zip(prune_low, prune_high)])
-    fig = show_heatmaps(torch.tensor(drops[0]).view(1, 1, L, H), "head", "layer",
+    fig = show_heatmaps(torch.tensor(drops[0]).view(1, 1, L, H), gettext("head"), gettext("layer"),
                         figsize=(3, 2))  # fmt: skip
     values = {
         "data": DATA_NAME, "steps": steps, "seeds": seeds, "heads": L * H, "pruned": L * H // 2,
