@@ -40,6 +40,7 @@ from torch import Tensor
 
 from attnkit.convert.gpt2_tokenizer import GPT2BPETokenizer, has_gpt2_tokenizer
 from attnkit.convert.hf_files import HFSourceError, read_config, read_weights, resolve_source
+from attnkit.i18n import N_, _
 from attnkit.models.activations import HF_ACTIVATIONS
 from attnkit.models.decoder_lm import DecoderLM, DecoderLMConfig
 
@@ -70,13 +71,13 @@ GPT2_DEFAULTS: dict[str, Any] = {
 
 # config key -> (the value that maps, why another does not)
 GPT2_REFUSED: dict[str, tuple[Any, str]] = {
-    "scale_attn_weights": (True, "unscaled attention scores (attnkit scales by 1/sqrt(head width))"),
+    "scale_attn_weights": (True, N_("unscaled attention scores (attnkit scales by 1/sqrt(head width))")),
     "scale_attn_by_inverse_layer_idx": (
-        False, "scores also divided by the layer index + 1 (attnkit's attention has no such scale)"),
+        False, N_("scores also divided by the layer index + 1 (attnkit's attention has no such scale)")),
     "reorder_and_upcast_attn": (
-        False, "attention reordered and upcast to float32 under autocast (attnkit does not)"),
-    "add_cross_attention": (False, "cross-attention blocks (attnkit's LM is decoder-only)"),
-    "tie_word_embeddings": (True, "an output layer of its own (attnkit ties it to the embedding)"),
+        False, N_("attention reordered and upcast to float32 under autocast (attnkit does not)")),
+    "add_cross_attention": (False, N_("cross-attention blocks (attnkit's LM is decoder-only)")),
+    "tie_word_embeddings": (True, N_("an output layer of its own (attnkit ties it to the embedding)")),
 }  # fmt: skip
 
 _SKIPPED = (".attn.bias", ".attn.masked_bias")  # causal-mask buffers of old files
@@ -90,20 +91,25 @@ def gpt2_config(config: Mapping[str, Any], where: str = "config.json") -> Decode
     """The ``DecoderLMConfig`` of a GPT-2 config.json (a dict), or a ValueError naming the
     first key that does not map and why."""
     if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a config.json dict, got {type(config).__name__}")
+        message = _("config must be a config.json dict, got {type}")
+        raise TypeError(message.format(type=type(config).__name__))
     if config.get("model_type") != "gpt2":
-        raise ValueError(f"{where}: model_type {config.get('model_type')!r} is not 'gpt2'")
+        message = _("{where}: model_type {model_type!r} is not 'gpt2'")
+        raise ValueError(message.format(where=where, model_type=config.get("model_type")))
     for key, (ok, why) in GPT2_REFUSED.items():
         if _value(config, key) != ok:
+            message = _("{where}: {key}={value!r} does not map onto attnkit's DecoderLM: {why}")
             raise ValueError(
-                f"{where}: {key}={_value(config, key)!r} does not map onto attnkit's "
-                f"DecoderLM: {why}"
+                message.format(where=where, key=key, value=_value(config, key), why=_(why))
             )
     act = _value(config, "activation_function")
     if act not in HF_ACTIVATIONS:
+        message = _(
+            "{where}: activation_function {act!r} does not map onto attnkit's "
+            "DecoderLM (supported: {listed})"
+        )
         raise ValueError(
-            f"{where}: activation_function {act!r} does not map onto attnkit's DecoderLM "
-            f"(supported: {', '.join(sorted(HF_ACTIVATIONS))})"
+            message.format(where=where, act=act, listed=", ".join(sorted(HF_ACTIVATIONS)))
         )
     d = _value(config, "n_embd")
     inner = _value(config, "n_inner")
@@ -116,7 +122,7 @@ def gpt2_config(config: Mapping[str, Any], where: str = "config.json") -> Decode
             activation=HF_ACTIVATIONS[act], norm_eps=float(_value(config, "layer_norm_epsilon")),
         )  # fmt: skip
     except (TypeError, ValueError) as e:
-        raise ValueError(f"{where}: {e}") from None
+        raise ValueError(_("{where}: {error}").format(where=where, error=e)) from None
 
 
 def hf_gpt2_names(num_layers: int) -> dict[str, tuple[str, bool]]:
@@ -139,11 +145,12 @@ def hf_gpt2_names(num_layers: int) -> dict[str, tuple[str, bool]]:
 
 
 def gpt2_state_dict(
-    weights: Mapping[str, Tensor], config: DecoderLMConfig, where: str = "the weights"
+    weights: Mapping[str, Tensor], config: DecoderLMConfig, where: str = N_("the weights")
 ) -> dict[str, Tensor]:
     """HF GPT-2 tensors by name (with or without ``transformer.``) -> a ``DecoderLM`` state
     dict of ``config`` (``gpt2_config``'s); a missing, extra or misshapen tensor, or an
     ``lm_head`` that is not the embedding, is a ValueError naming it."""
+    where = _(where)  # the default in the language in force
     hf = {(k[len("transformer.") :] if k.startswith("transformer.") else k): v
           for k, v in weights.items() if not k.endswith(_SKIPPED)}  # fmt: skip
     head = hf.pop("lm_head.weight", None)  # (V, D), the tied embedding when present
@@ -152,21 +159,27 @@ def gpt2_state_dict(
     extra = sorted(set(hf) - {n for n, _ in names.values()})
     if missing or extra:
         said = [
-            f"missing {missing[:6]}" if missing else "",
-            f"unexpected {extra[:6]}" if extra else "",
+            _("missing {names}").format(names=missing[:6]) if missing else "",
+            _("unexpected {names}").format(names=extra[:6]) if extra else "",
         ]
-        raise ValueError(
-            f"{where} are not GPT-2 weights of this config.json ({'; '.join(s for s in said if s)})"
-        )
+        message = _("{where} are not GPT-2 weights of this config.json ({listed})")
+        raise ValueError(message.format(where=where, listed="; ".join(s for s in said if s)))
     shapes = _shapes(config)
     state = {}
     for ours, (theirs, transposed) in names.items():
         t = hf[theirs].t() if transposed else hf[theirs]
         if tuple(t.shape) != shapes[ours]:
             stored = tuple(hf[theirs].shape)
+            message = _(
+                "{where}: {theirs} has shape {stored}, expected {expected} for config.json's sizes"
+            )
             raise ValueError(
-                f"{where}: {theirs} has shape {stored}, expected "
-                f"{shapes[ours][::-1] if transposed else shapes[ours]} for config.json's sizes"
+                message.format(
+                    where=where,
+                    theirs=theirs,
+                    stored=stored,
+                    expected=shapes[ours][::-1] if transposed else shapes[ours],
+                )
             )
         state[ours] = t.contiguous()
     wte = hf["wte.weight"]  # (V, D)
@@ -174,10 +187,12 @@ def gpt2_state_dict(
         head is wte  # a live model's state dict: the one tied tensor
         or (head.shape == wte.shape and (head.is_meta or torch.equal(head.to(wte.dtype), wte)))
     ):
-        raise ValueError(
-            f"{where}: lm_head.weight is not wte.weight: an untied output layer does not map "
-            "onto attnkit's DecoderLM (its output layer is the embedding)"
+        message = _(
+            "{where}: lm_head.weight is not wte.weight: an untied output layer "
+            "does not map onto attnkit's DecoderLM (its output layer is the "
+            "embedding)"
         )
+        raise ValueError(message.format(where=where))
     return state
 
 
@@ -211,14 +226,16 @@ def load_gpt2(
     tok = None
     if tokenizer:
         if not has_gpt2_tokenizer(folder):
-            raise HFSourceError(
-                f"{folder} holds no GPT-2 tokenizer: put its tokenizer.json, or vocab.json and "
-                "merges.txt, beside config.json"
+            message = _(
+                "{folder} holds no GPT-2 tokenizer: put its tokenizer.json, or "
+                "vocab.json and merges.txt, beside config.json"
             )
+            raise HFSourceError(message.format(folder=folder))
         tok = GPT2BPETokenizer.from_folder(folder)
     if tok is not None and len(tok) > model.vocab_size:
+        message = _("{folder}: the tokenizer has {tokens} tokens, the model only {vocab_size}")
         raise ValueError(
-            f"{folder}: the tokenizer has {len(tok)} tokens, the model only {model.vocab_size}"
+            message.format(folder=folder, tokens=len(tok), vocab_size=model.vocab_size)
         )
     return model, tok, read_config(folder)
 
@@ -245,12 +262,15 @@ def import_gpt2(
 
     out = Path(out)
     if (out / "config.json").exists() and not overwrite:
-        raise FileExistsError(f"{out} already holds a checkpoint: pass --overwrite to replace it")
-    model, tok, _ = load_gpt2(source)
+        message = _("{out} already holds a checkpoint: pass --overwrite to replace it")
+        raise FileExistsError(message.format(out=out))
+    model, tok, _found = load_gpt2(source)
     params = sum(p.numel() for p in model.parameters())
     c = model.config
-    say(f"GPT-2: {c.num_layers} blocks, d_model {c.d_model}, {c.num_heads} heads, "
-        f"context {c.context_length}, vocab {c.vocab_size}, {params:,} parameters")  # fmt: skip
+    line = _("GPT-2: {layers} blocks, d_model {d_model}, {heads} heads, context {context}, "
+             "vocab {vocab}, {params:,} parameters")  # fmt: skip
+    say(line.format(layers=c.num_layers, d_model=c.d_model, heads=c.num_heads,
+                    context=c.context_length, vocab=c.vocab_size, params=params))  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     meta = tok.save(out)
     return save_checkpoint(out, lm_record(model, meta, os.fspath(source)), model.state_dict())

@@ -25,6 +25,7 @@ from torch import Tensor
 
 from attnkit.convert.gpt2 import hf_gpt2_names
 from attnkit.convert.gpt2_tokenizer import GPT2BPETokenizer
+from attnkit.i18n import _
 from attnkit.models.decoder_lm import DecoderLM, DecoderLMConfig
 
 __all__ = ["GPT2_ACTIVATION_NAMES", "export_gpt2", "gpt2_hf_config"]
@@ -38,22 +39,29 @@ def gpt2_hf_config(config: DecoderLMConfig, eos_id: int | None = None) -> dict[s
     """GPT-2's config.json for a model of ``config``, or a ValueError saying what does not
     map. ``eos_id``: the tokenizer's ``<|endoftext|>`` (bos and eos ids; None: none)."""
     if not isinstance(config, DecoderLMConfig):
-        raise TypeError(f"config must be a DecoderLMConfig, got {type(config).__name__}")
+        message = _("config must be a DecoderLMConfig, got {type}")
+        raise TypeError(message.format(type=type(config).__name__))
     if config.positions not in _TABLE_POSITIONS:
-        raise ValueError(
-            f"positions={config.positions!r} does not map onto GPT-2: it rotates or biases "
-            "inside attention, GPT-2 only adds a table of positions (wpe) to the embeddings; "
-            f"export a model with positions in {_TABLE_POSITIONS}"
+        message = _(
+            "positions={positions!r} does not map onto GPT-2: it rotates or biases "
+            "inside attention, GPT-2 only adds a table of positions (wpe) to the "
+            "embeddings; export a model with positions in {table}"
         )
+        raise ValueError(message.format(positions=config.positions, table=_TABLE_POSITIONS))
     if config.kv_heads != config.num_heads:
+        message = _(
+            "num_kv_heads={num_kv_heads} (grouped-query attention) does not map "
+            "onto GPT-2: every one of its {num_heads} heads has its own keys and "
+            "values"
+        )
         raise ValueError(
-            f"num_kv_heads={config.num_kv_heads} (grouped-query attention) does not map onto "
-            f"GPT-2: every one of its {config.num_heads} heads has its own keys and values"
+            message.format(num_kv_heads=config.num_kv_heads, num_heads=config.num_heads)
         )
     if config.activation not in GPT2_ACTIVATION_NAMES:
-        raise ValueError(f"activation {config.activation!r} has no GPT-2 name")
+        message = _("activation {activation!r} has no GPT-2 name")
+        raise ValueError(message.format(activation=config.activation))
     if config.vocab_size is None:
-        raise ValueError("config.vocab_size is not set")
+        raise ValueError(_("config.vocab_size is not set"))
     p = config.dropout
     return {
         "model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
@@ -105,25 +113,26 @@ def export_gpt2(
     from attnkit.checkpoint import atomic_write
 
     if not isinstance(model, DecoderLM):
-        raise TypeError(f"model must be a DecoderLM, got {type(model).__name__}")
+        message = _("model must be a DecoderLM, got {type}")
+        raise TypeError(message.format(type=type(model).__name__))
     if tokenizer is not None and not isinstance(tokenizer, GPT2BPETokenizer):
-        raise TypeError(
-            f"tokenizer must be a GPT2BPETokenizer (GPT-2's byte-level BPE) or None, got "
-            f"{type(tokenizer).__name__}: GPT-2 folders hold that tokenizer only"
+        message = _(
+            "tokenizer must be a GPT2BPETokenizer (GPT-2's byte-level BPE) or "
+            "None, got {type}: GPT-2 folders hold that tokenizer only"
         )
+        raise TypeError(message.format(type=type(tokenizer).__name__))
     eos = None if tokenizer is None else tokenizer.eos_id
     config = gpt2_hf_config(model.config, eos)
     _check_plain(model)
     out = Path(out)
     if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise FileExistsError(
-            f"{out} is not empty: pass overwrite=True (--overwrite) to write there"
-        )
+        message = _("{out} is not empty: pass overwrite=True (--overwrite) to write there")
+        raise FileExistsError(message.format(out=out))
     try:
         from safetensors.torch import save_file
     except ImportError:
         raise ImportError(
-            "writing model.safetensors needs safetensors (pip install 'attnkit[hf]')"
+            _("writing model.safetensors needs safetensors (pip install 'attnkit[hf]')")
         ) from None
     weights = _hf_weights(model)
     out.mkdir(parents=True, exist_ok=True)
@@ -140,7 +149,8 @@ def _check_plain(model: DecoderLM) -> None:
     """Refuse quantized layers (int8 rows cannot be written back as GPT-2's floats)."""
     quantized = [n for n, m in model.named_modules() if type(m).__name__ == "Int8Linear"]
     if quantized:
-        raise ValueError(
-            f"the model has int8 layers ({quantized[0]} ...): export the float model "
+        message = _(
+            "the model has int8 layers ({quantized} ...): export the float model "
             "(load it without --int8)"
         )
+        raise ValueError(message.format(quantized=quantized[0]))

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkit.data.text import Vocab
+from attnkit.i18n import _
 
 __all__ = ["ENDOFTEXT", "GPT2BPETokenizer", "has_gpt2_tokenizer"]
 
@@ -49,7 +50,7 @@ def _tokenizers():
         import tokenizers
     except ImportError:
         raise ImportError(
-            "GPT-2's tokenizer needs the tokenizers package (pip install 'attnkit[hf]')"
+            _("GPT-2's tokenizer needs the tokenizers package (pip install 'attnkit[hf]')")
         ) from None
     return tokenizers
 
@@ -64,16 +65,19 @@ class GPT2BPETokenizer:
 
     def __init__(self, spec: str, *, name: str = "tokenizer") -> None:
         if not isinstance(spec, str):
-            raise TypeError(f"spec must be a tokenizer.json text (str), got {type(spec).__name__}")
+            message = _("spec must be a tokenizer.json text (str), got {type}")
+            raise TypeError(message.format(type=type(spec).__name__))
         try:
             self._tok = _tokenizers().Tokenizer.from_str(spec)
         except Exception as e:  # the Rust side raises its own exception types
-            raise ValueError(f"{name} is not a readable tokenizer.json ({e})") from None
+            message = _("{name} is not a readable tokenizer.json ({error})")
+            raise ValueError(message.format(name=name, error=e)) from None
         self.spec, self.name = spec, name
         size = self._tok.get_vocab_size(with_added_tokens=True)
         pieces = [self._tok.id_to_token(i) for i in range(size)]
         if any(p is None for p in pieces):
-            raise ValueError(f"{name} has gaps in its token ids (0 .. {size - 1})")
+            message = _("{name} has gaps in its token ids (0 .. {last})")
+            raise ValueError(message.format(name=name, last=size - 1))
         self.vocab = Vocab.from_dict({"idx_to_token": pieces})
         self.eos_id = self._tok.token_to_id(ENDOFTEXT)  # None when the vocabulary lacks it
 
@@ -87,12 +91,14 @@ class GPT2BPETokenizer:
         tk = _tokenizers()
         for path in (vocab_file, merges_file):
             if not Path(path).is_file():
-                raise FileNotFoundError(f"{str(path)!r} not found (GPT-2's tokenizer needs it)")
+                message = _("{path!r} not found (GPT-2's tokenizer needs it)")
+                raise FileNotFoundError(message.format(path=str(path)))
         try:
             vocab, merges = tk.models.BPE.read_file(str(vocab_file), str(merges_file))
         except Exception as e:
+            message = _("{vocab_file} / {merges_file} are not GPT-2 BPE files ({error})")
             raise ValueError(
-                f"{vocab_file} / {merges_file} are not GPT-2 BPE files ({e})"
+                message.format(vocab_file=vocab_file, merges_file=merges_file, error=e)
             ) from None
         model = tk.models.BPE(vocab, merges, continuing_subword_prefix="", end_of_word_suffix="",
                               fuse_unk=False)  # fmt: skip
@@ -112,10 +118,11 @@ class GPT2BPETokenizer:
             path = folder / "tokenizer.json"
             return cls(path.read_text(encoding="utf-8"), name=str(path))
         if not has_gpt2_tokenizer(folder):
-            raise FileNotFoundError(
-                f"{folder} holds no GPT-2 tokenizer: expected tokenizer.json, or vocab.json "
-                "and merges.txt"
+            message = _(
+                "{folder} holds no GPT-2 tokenizer: expected tokenizer.json, or "
+                "vocab.json and merges.txt"
             )
+            raise FileNotFoundError(message.format(folder=folder))
         return cls.from_files(folder / "vocab.json", folder / "merges.txt")
 
     # ------------------------------------------------------------------ text <-> ids
@@ -128,7 +135,7 @@ class GPT2BPETokenizer:
     def encode(self, text: str) -> list[int]:
         """Text -> ids (no special token added)."""
         if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
+            raise TypeError(_("text must be a str, got {type}").format(type=type(text).__name__))
         return self._tok.encode(text, add_special_tokens=False).ids
 
     def decode(self, ids: Sequence[int]) -> str:
@@ -137,7 +144,8 @@ class GPT2BPETokenizer:
         ids = [int(i) for i in ids]
         bad = [i for i in ids if not 0 <= i < len(self)]
         if bad:
-            raise ValueError(f"ids {bad[:5]} are outside the tokenizer's [0, {len(self)})")
+            message = _("ids {bad} are outside the tokenizer's [0, {size})")
+            raise ValueError(message.format(bad=bad[:5], size=len(self)))
         return self._tok.decode(ids, skip_special_tokens=False)
 
     def label(self, token_id: int) -> str:
@@ -174,16 +182,20 @@ class GPT2BPETokenizer:
         naming it."""
         directory = Path(directory)
         if not isinstance(meta, dict) or meta.get("kind") != _KIND:
-            raise ValueError(f"checkpoint {directory}: not a {_KIND} tokenizer record: {meta!r}")
+            message = _("checkpoint {directory}: not a {kind} tokenizer record: {meta!r}")
+            raise ValueError(message.format(directory=directory, kind=_KIND, meta=meta))
         name = meta.get("file")
         if not isinstance(name, str) or Path(name).name != name or not name:
-            raise ValueError(f"checkpoint {directory}: bad tokenizer file name {name!r}")
+            message = _("checkpoint {directory}: bad tokenizer file name {name!r}")
+            raise ValueError(message.format(directory=directory, name=name))
         path = directory / name
         if not path.is_file():
-            raise FileNotFoundError(f"checkpoint {directory} is incomplete: {name} is missing")
+            message = _("checkpoint {directory} is incomplete: {name} is missing")
+            raise FileNotFoundError(message.format(directory=directory, name=name))
         data = path.read_bytes()
         if hashlib.sha256(data).hexdigest() != meta.get("sha256"):
-            raise ValueError(f"tokenizer file {path} is corrupted (sha256 does not match)")
+            message = _("tokenizer file {path} is corrupted (sha256 does not match)")
+            raise ValueError(message.format(path=path))
         return cls(data.decode("utf-8"), name=str(path))
 
     def save_pretrained(self, folder: str | os.PathLike) -> list[str]:
@@ -193,7 +205,8 @@ class GPT2BPETokenizer:
 
         model = json.loads(self.spec)["model"]
         if model.get("type") != "BPE":
-            raise ValueError(f"{self.name} is not a BPE tokenizer (model {model.get('type')!r})")
+            message = _("{name} is not a BPE tokenizer (model {type!r})")
+            raise ValueError(message.format(name=self.name, type=model.get("type")))
         merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
         texts = {
             "vocab.json": json.dumps(model["vocab"], ensure_ascii=False),

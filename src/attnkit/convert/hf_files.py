@@ -17,6 +17,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from attnkit.i18n import _
+
 __all__ = [
     "WEIGHT_FILES",
     "HFSourceError",
@@ -72,8 +74,9 @@ def resolve_source(source: str | os.PathLike, *, files: tuple[str, ...] = ()) ->
         return folder
     looks_like_hub = text.count("/") == 1 and not text.startswith((".", "/", "~"))
     if folder.exists() or not looks_like_hub:
-        raise HFSourceError(f"{text!r} is not a folder (give a Hugging Face model folder)")
-    repo, _, revision = text.partition("@")
+        message = _("{text!r} is not a folder (give a Hugging Face model folder)")
+        raise HFSourceError(message.format(text=text))
+    repo, _at, revision = text.partition("@")
     hint = (
         f"download the model's files (config.json, model.safetensors or pytorch_model.bin"
         f"{', ' + ', '.join(files) if files else ''}) from https://huggingface.co/{repo} "
@@ -82,17 +85,26 @@ def resolve_source(source: str | os.PathLike, *, files: tuple[str, ...] = ()) ->
     try:
         from huggingface_hub import snapshot_download
     except ImportError:
-        raise HFSourceError(
-            f"{text!r} is not a local folder, and fetching it needs huggingface_hub "
-            f"(pip install 'attnkit[hf]'); or {hint}"
-        ) from None
+        message = _(
+            "{text!r} is not a local folder, and fetching it needs huggingface_hub "
+            "(pip install 'attnkit[hf]'); or {hint}"
+        )
+        raise HFSourceError(message.format(text=text, hint=hint)) from None
     patterns = ["config.json", *WEIGHT_FILES, *_INDEX_FILES, "*.safetensors", *files]
     try:
         path = snapshot_download(repo, revision=revision or None, allow_patterns=patterns)
     except Exception as e:  # network, auth, unknown repo: hub errors have many types
+        message = _(
+            "could not fetch {repo!r} from the Hugging Face hub ({error_type}: "
+            "{reason}); offline, {hint}"
+        )
         raise HFSourceError(
-            f"could not fetch {repo!r} from the Hugging Face hub ({type(e).__name__}: "
-            f"{str(e).splitlines()[0] if str(e) else 'no message'}); offline, {hint}"
+            message.format(
+                repo=repo,
+                error_type=type(e).__name__,
+                reason=str(e).splitlines()[0] if str(e) else _("no message"),
+                hint=hint,
+            )
         ) from None
     return Path(path)
 
@@ -103,11 +115,14 @@ def read_config(folder: str | os.PathLike) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise HFSourceError(f"{str(path)!r} not found: not a Hugging Face model folder") from None
+        message = _("{path!r} not found: not a Hugging Face model folder")
+        raise HFSourceError(message.format(path=str(path))) from None
     except ValueError as e:
-        raise HFSourceError(f"{str(path)!r} is not valid JSON: {e}") from None
+        message = _("{path!r} is not valid JSON: {error}")
+        raise HFSourceError(message.format(path=str(path), error=e)) from None
     if not isinstance(data, dict):
-        raise HFSourceError(f"{str(path)!r} holds {type(data).__name__}, not a JSON object")
+        message = _("{path!r} holds {type}, not a JSON object")
+        raise HFSourceError(message.format(path=str(path), type=type(data).__name__))
     return data
 
 
@@ -115,7 +130,8 @@ def hf_model_type(folder: str | os.PathLike) -> str:
     """config.json's "model_type" ("marian", "gpt2" ...)."""
     config = read_config(folder)
     if "model_type" not in config:
-        raise HFSourceError(f"{Path(folder) / 'config.json'} has no 'model_type'")
+        message = _("{config} has no 'model_type'")
+        raise HFSourceError(message.format(config=Path(folder) / "config.json"))
     return str(config["model_type"])
 
 
@@ -124,13 +140,13 @@ def _load_one(path: Path) -> dict[str, Tensor]:
         try:
             from safetensors.torch import load_file
         except ImportError:
-            raise HFSourceError(
-                f"reading {path.name} needs the safetensors package (pip install 'attnkit[hf]')"
-            ) from None
+            message = _("reading {name} needs the safetensors package (pip install 'attnkit[hf]')")
+            raise HFSourceError(message.format(name=path.name)) from None
         return load_file(str(path), device="cpu")
     state = torch.load(path, map_location="cpu", weights_only=True)
     if not isinstance(state, dict):
-        raise HFSourceError(f"{path} does not hold a state dict ({type(state).__name__})")
+        message = _("{path} does not hold a state dict ({type})")
+        raise HFSourceError(message.format(path=path, type=type(state).__name__))
     return state
 
 
@@ -149,6 +165,7 @@ def read_weights(folder: str | os.PathLike) -> dict[str, Tensor]:
             for shard in sorted(set(weight_map.values())):
                 state.update(_load_one(folder / shard))
             return state
+    message = _("{folder} holds no weights: expected one of {listed}")
     raise HFSourceError(
-        f"{folder} holds no weights: expected one of {', '.join(WEIGHT_FILES + _INDEX_FILES)}"
+        message.format(folder=folder, listed=", ".join(WEIGHT_FILES + _INDEX_FILES))
     )

@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from attnkit.convert.hf_files import read_config, read_weights, resolve_source
+from attnkit.i18n import N_, _
 from attnkit.models.activations import HF_ACTIVATIONS
 from attnkit.models.seq2seq import EncoderDecoder
 from attnkit.models.transformer import TransformerConfig, build_transformer
@@ -55,12 +56,12 @@ MARIAN_FILES = ("source.spm", "target.spm", "vocab.json", "tokenizer_config.json
 
 # config.json flags of older Marian configs and the value attnkit maps (the others refuse)
 _FLAGS = {
-    "normalize_before": (False, "pre-norm blocks (attnkit's pre_norm adds a final LayerNorm)"),
-    "normalize_embedding": (False, "a LayerNorm on the embeddings"),
-    "layernorm_embedding": (False, "a LayerNorm on the embeddings"),
-    "add_final_layer_norm": (False, "a final LayerNorm after each stack"),
-    "static_position_embeddings": (True, "learned positions (attnkit's Marian is sinusoidal)"),
-    "add_bias_logits": (False, "a second logits bias"),
+    "normalize_before": (False, N_("pre-norm blocks (attnkit's pre_norm adds a final LayerNorm)")),
+    "normalize_embedding": (False, N_("a LayerNorm on the embeddings")),
+    "layernorm_embedding": (False, N_("a LayerNorm on the embeddings")),
+    "add_final_layer_norm": (False, N_("a final LayerNorm after each stack")),
+    "static_position_embeddings": (True, N_("learned positions (attnkit's Marian is sinusoidal)")),
+    "add_bias_logits": (False, N_("a second logits bias")),
 }
 _LAYER_NORMS = {
     "encoder": {"self_attn_layer_norm": "addnorm1", "final_layer_norm": "addnorm2"},
@@ -84,37 +85,46 @@ def marian_config(hf: dict[str, Any], *, where: str = "config.json") -> Transfor
     """The ``TransformerConfig`` of a MarianMT config.json (a dict); refuses, naming the
     key, what does not map."""
     if hf.get("model_type", "marian") != "marian":
-        raise MarianMappingError(f"{where}: model_type {hf.get('model_type')!r} is not 'marian'")
+        message = _("{where}: model_type {model_type!r} is not 'marian'")
+        raise MarianMappingError(message.format(where=where, model_type=hf.get("model_type")))
 
     def get(key: str, default: Any = None) -> Any:
         if key not in hf and default is None:
-            raise MarianMappingError(f"{where} has no {key!r}")
+            raise MarianMappingError(_("{where} has no {key!r}").format(where=where, key=key))
         return hf.get(key, default)
 
     pairs = [("encoder_layers", "decoder_layers"), ("encoder_attention_heads",
              "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")]  # fmt: skip
     for enc, dec in pairs:
         if get(enc) != get(dec):
+            message = _(
+                "{where}: {enc}={enc_value} but {dec}={dec_value}; attnkit's "
+                "Transformer has one depth, head count and FFN width for both stacks"
+            )
             raise MarianMappingError(
-                f"{where}: {enc}={hf[enc]} but {dec}={hf[dec]}; attnkit's Transformer has one "
-                "depth, head count and FFN width for both stacks"
+                message.format(where=where, enc=enc, enc_value=hf[enc], dec=dec, dec_value=hf[dec])
             )
     for key, (mapped, what) in _FLAGS.items():
         if key in hf and bool(hf[key]) != mapped:
+            message = _("{where}: {key}={value} ({what}) does not map onto attnkit's Transformer")
             raise MarianMappingError(
-                f"{where}: {key}={hf[key]} ({what}) does not map onto attnkit's Transformer"
+                message.format(where=where, key=key, value=hf[key], what=_(what))
             )
     vocab, dec_vocab = get("vocab_size"), hf.get("decoder_vocab_size") or hf.get("vocab_size")
     if dec_vocab != vocab:
-        raise MarianMappingError(
-            f"{where}: decoder_vocab_size={dec_vocab} differs from vocab_size={vocab} "
-            "(separate vocabularies); attnkit imports Marian models with one vocabulary"
+        message = _(
+            "{where}: decoder_vocab_size={dec_vocab} differs from "
+            "vocab_size={vocab} (separate vocabularies); attnkit imports Marian "
+            "models with one vocabulary"
         )
+        raise MarianMappingError(message.format(where=where, dec_vocab=dec_vocab, vocab=vocab))
     act = get("activation_function", "swish")
     if act not in HF_ACTIVATIONS:
+        message = _(
+            "{where}: activation_function {act!r} has no attnkit counterpart; attnkit maps {listed}"
+        )
         raise MarianMappingError(
-            f"{where}: activation_function {act!r} has no attnkit counterpart; attnkit maps "
-            f"{', '.join(sorted(HF_ACTIVATIONS))}"
+            message.format(where=where, act=act, listed=", ".join(sorted(HF_ACTIVATIONS)))
         )
     return TransformerConfig(
         d_model=int(get("d_model")),
@@ -159,7 +169,7 @@ def attnkit_state_dict(
 
     def take(name: str) -> Tensor:
         if name not in hf:
-            raise MarianMappingError(f"{where} lack {name!r}")
+            raise MarianMappingError(_("{where} lack {name!r}").format(where=where, name=name))
         used.add(name)
         return hf[name]
 
@@ -170,12 +180,12 @@ def attnkit_state_dict(
     used.add("lm_head.weight")
     for name in ("model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"):
         if name in hf and shared and not _same(hf[name], enc_emb):
-            raise MarianMappingError(f"{where}: {name} differs from model.shared.weight")
+            message = _("{where}: {name} differs from model.shared.weight")
+            raise MarianMappingError(message.format(where=where, name=name))
         used.add(name)
     if config.tie_embeddings and not (_same(enc_emb, dec_emb) and _same(out_w, dec_emb)):
-        raise MarianMappingError(
-            f"{where}: the config ties the embeddings and lm_head, but the tensors differ"
-        )
+        message = _("{where}: the config ties the embeddings and lm_head, but the tensors differ")
+        raise MarianMappingError(message.format(where=where))
     V = dec_emb.shape[0]
     bias = hf.get("final_logits_bias")
     used.add("final_logits_bias")
@@ -204,9 +214,12 @@ def attnkit_state_dict(
                     state[f"{dst}ffn.{ours}.{kind}"] = take(f"{src}{hf_name}.{kind}")
     left = sorted(k for k in hf if k not in used and "embed_positions" not in k)
     if left:
+        message = _(
+            "{where} hold tensors attnkit's Transformer has no place for: "
+            "{names}{more} (a deeper stack than config.json says?)"
+        )
         raise MarianMappingError(
-            f"{where} hold tensors attnkit's Transformer has no place for: {left[:6]}"
-            f"{' ...' if len(left) > 6 else ''} (a deeper stack than config.json says?)"
+            message.format(where=where, names=left[:6], more=" ..." if len(left) > 6 else "")
         )
     return state
 
@@ -248,9 +261,14 @@ def marian_data(folder: str | os.PathLike, hf: dict[str, Any] | None = None):
     hf = read_config(folder) if hf is None else hf
     tokenizer = MarianTokenizer.from_folder(folder, hf)
     if len(tokenizer.src_vocab) != int(hf["vocab_size"]):
+        message = _(
+            "{folder}: vocab.json lists {pieces} pieces but config.json's "
+            "vocab_size is {vocab_size}"
+        )
         raise MarianMappingError(
-            f"{folder}: vocab.json lists {len(tokenizer.src_vocab)} pieces but config.json's "
-            f"vocab_size is {hf['vocab_size']}"
+            message.format(
+                folder=folder, pieces=len(tokenizer.src_vocab), vocab_size=hf["vocab_size"]
+            )
         )
     return TranslationData(
         tokenizer.src_vocab, tokenizer.tgt_vocab, [], [], [],

@@ -31,6 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit.convert.marian import _ATTENTIONS, _LAYER_NORMS, MarianMappingError
+from attnkit.i18n import _
 from attnkit.models.activations import HF_ACTIVATIONS
 from attnkit.models.transformer import TransformerDecoder, TransformerEncoder
 
@@ -44,21 +45,24 @@ assert all(HF_ACTIVATIONS[v] == k for k, v in _HF_NAME.items())
 def _check(model: nn.Module) -> Any:
     enc, dec = getattr(model, "encoder", None), getattr(model, "decoder", None)
     if type(enc) is not TransformerEncoder or type(dec) is not TransformerDecoder:
+        message = _(
+            "only attnkit's Transformer translator exports to Marian, got {encoder}/{decoder}"
+        )
         raise MarianMappingError(
-            f"only attnkit's Transformer translator exports to Marian, got "
-            f"{type(enc).__name__}/{type(dec).__name__}"
+            message.format(encoder=type(enc).__name__, decoder=type(dec).__name__)
         )
     c = enc.config
     if c.pre_norm:
         raise MarianMappingError(
-            "pre-norm Transformers do not map onto Marian (post-norm blocks, no final "
-            "LayerNorm); only post-norm (pre_norm=False) models export"
+            _(
+                "pre-norm Transformers do not map onto Marian (post-norm blocks, no "
+                "final LayerNorm); only post-norm (pre_norm=False) models export"
+            )
         )
     for name, module in model.named_modules():
         if type(module).__name__ == "Int8Linear":
-            raise MarianMappingError(
-                f"{name} is an int8 layer: export the float model (without --int8)"
-            )
+            message = _("{name} is an int8 layer: export the float model (without --int8)")
+            raise MarianMappingError(message.format(name=name))
     return c
 
 
