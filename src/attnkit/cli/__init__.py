@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 
+from attnkit.cli.help_format import wide_text
 from attnkit.i18n import LANGUAGE_NAMES, LANGUAGES, _, ngettext, set_language
 
 __all__ = ["build_parser", "language_argument", "main"]
@@ -37,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_language_option(parser: argparse.ArgumentParser, top: bool = False) -> None:
     """``--lang`` on the command and every subcommand (a subcommand's keeps the value
-    given before it: ``attnkit --lang zh tour`` and ``attnkit tour --lang zh`` agree)."""
+    given before it: ``attnkit --lang zh tour`` and ``attnkit tour --lang zh`` agree); and
+    help that wraps Chinese by display width (``attnkit.cli.help_format``)."""
+    parser.formatter_class = wide_text(parser.formatter_class)
     choices = ", ".join(f"{code} ({LANGUAGE_NAMES[code]})" for code in LANGUAGES)
     parser.add_argument(
         "--lang",

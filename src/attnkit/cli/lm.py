@@ -381,9 +381,8 @@ def _train(a: argparse.Namespace, resolved, previous, rank: int, world: int) -> 
         return 0
     # the checkpoint (config.json with the vocabulary and history, weights, trainer
     # state) was written after the last epoch
-    plot_perplexity(
-        out, history.perplexity, val, f"{model_kind(arch, m)} on {Path(str(source)).name}"
-    )
+    title = {"model": model_kind(arch, m), "corpus": Path(str(source)).name}
+    plot_perplexity(out, history.perplexity, val, title)
     write_samples(a, out, model, vocab, tokenizer, d, c.seed)
     print(_("wrote {out}/config.json, model and trainer state, perplexity.png, samples.txt")
           .format(out=out))  # fmt: skip

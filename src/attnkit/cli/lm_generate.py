@@ -189,7 +189,7 @@ def _with_heatmap(model, vocab, config, tokenizer, prompt: str, a, options, path
     import torch
 
     from attnkit.serve.lm_service import LMService
-    from attnkit.viz import show_heatmaps
+    from attnkit.viz import figure_text, show_heatmaps
 
     if getattr(model, "context_length", None) is None:
         raise ValueError(
@@ -200,8 +200,11 @@ def _with_heatmap(model, vocab, config, tokenizer, prompt: str, a, options, path
     print(res.text, flush=True)
     rows = torch.tensor(res.attention).mean(1)  # (L, N, K): each layer, heads averaged
     context = [*res.prompt_tokens, *res.new_tokens[:-1]]  # K: what each new token could see
+    with figure_text():  # in the language figures are drawn in
+        xlabel, ylabel = _("context"), _("new token")
+        titles = [_("layer {n}").format(n=i + 1) for i in range(len(rows))]
     fig = show_heatmaps(
-        rows.unsqueeze(0), "context", "new token", [f"layer {i + 1}" for i in range(len(rows))],
+        rows.unsqueeze(0), xlabel, ylabel, titles,
         figsize=(max(2.5, 0.3 * len(context)), max(2.5, 0.3 * len(res.new_tokens))),
         xticklabels=[repr(t)[1:-1] for t in context],
         yticklabels=[repr(t)[1:-1] for t in res.new_tokens], path=path,

@@ -53,14 +53,18 @@ def run_line(model: str, vocab: int, tokens: int, held: int, source, c, unit: st
                        epochs=c.epochs)  # fmt: skip
 
 
-def plot_perplexity(out: Path, train: list[float], val: list[float], title: str) -> None:
+def plot_perplexity(out: Path, train: list[float], val: list[float], title: dict) -> None:
+    """perplexity.png: the training (and validation) perplexity per epoch; ``title``:
+    ``{"model": ..., "corpus": ...}``."""
     import matplotlib.pyplot as plt
 
     from attnkit.checkpoint import atomic_write
-    from attnkit.viz import plot_curves
+    from attnkit.viz import figure_text, plot_curves
 
-    curves = {"train": train, **({"validation": val} if len(val) == len(train) else {})}
-    fig = plot_curves(curves, ylabel="perplexity", title=title)
+    with figure_text():  # in the language figures are drawn in
+        curves = {_("train"): train, **({_("validation"): val} if len(val) == len(train) else {})}
+        ylabel, title = _("perplexity"), _("{model} on {corpus}").format(**title)
+    fig = plot_curves(curves, ylabel=ylabel, title=title)
     atomic_write(out / "perplexity.png", lambda tmp: fig.savefig(tmp, format="png", dpi=120))
     plt.close(fig)  # written: do not keep it open in this process
 

@@ -88,8 +88,21 @@ def run_tour(out: Path, seed: int = 0) -> int:
         sinusoidal_table,
     )
     from attnkit.attention.kernel_regression import fit_nadaraya_watson, make_nw_data
-    from attnkit.viz import plot_curves, show_heatmaps
+    from attnkit.viz import figure_text, plot_curves, show_heatmaps
 
+    with figure_text():  # the figures' words, in the language figures are drawn in
+        text = {
+            "truth": _("truth"), "prediction": _("prediction"),
+            "training points": _("training points"),
+            "nonparametric": _("Nadaraya-Watson (nonparametric), w = {w:.2f}"),
+            "parametric": _("Nadaraya-Watson (parametric), w = {w:.2f}"),
+            "sorted training inputs": _("sorted training inputs"),
+            "sorted testing inputs": _("sorted testing inputs"),
+            "Keys": _("Keys"), "Queries": _("Queries"), "col": _("col {d}"),
+            "row (position)": _("row (position)"),
+            "sinusoidal positional encoding": _("sinusoidal positional encoding"),
+            "column (encoding dimension)": _("column (encoding dimension)"),
+        }  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     figures = []
@@ -107,13 +120,13 @@ def run_tour(out: Path, seed: int = 0) -> int:
     mse_param = float(((y_param - data.y_truth) ** 2).mean())
     for name, y, model in (("nonparametric", y_fixed, fixed), ("parametric", y_param, net)):
         fig = plot_curves(
-            {"truth": data.y_truth.tolist(), "prediction": y.tolist()},
+            {text["truth"]: data.y_truth.tolist(), text["prediction"]: y.tolist()},
             xlabel="x",
             ylabel="y",
             x=data.x_test.tolist(),
-            title=f"Nadaraya-Watson ({name}), w = {model.w.item():.2f}",
+            title=text[name].format(w=model.w.item()),
         )
-        fig.axes[0].plot(data.x_train, data.y_train, "o", alpha=0.5, label="training points")
+        fig.axes[0].plot(data.x_train, data.y_train, "o", alpha=0.5, label=text["training points"])
         fig.axes[0].legend()
         p = out / f"nw_{name}.png"
         fig.savefig(p, bbox_inches="tight", dpi=120)
@@ -123,8 +136,8 @@ def run_tour(out: Path, seed: int = 0) -> int:
         figures.append(
             show_heatmaps(
                 model.attention_weights.unsqueeze(0).unsqueeze(0),
-                xlabel="sorted training inputs",
-                ylabel="sorted testing inputs",
+                xlabel=text["sorted training inputs"],
+                ylabel=text["sorted testing inputs"],
                 path=p,
             )
         )
@@ -150,8 +163,8 @@ def run_tour(out: Path, seed: int = 0) -> int:
         figures.append(
             show_heatmaps(
                 module.attention_weights.reshape(1, 1, 2, 10),
-                xlabel="Keys",
-                ylabel="Queries",
+                xlabel=text["Keys"],
+                ylabel=text["Queries"],
                 path=p,
             )
         )
@@ -162,9 +175,9 @@ def run_tour(out: Path, seed: int = 0) -> int:
     p = out / "positional_encoding.png"
     figures.append(
         plot_curves(
-            {f"col {d}": P[:, d].tolist() for d in range(6, 10)},
-            xlabel="row (position)",
-            title="sinusoidal positional encoding",
+            {text["col"].format(d=d): P[:, d].tolist() for d in range(6, 10)},
+            xlabel=text["row (position)"],
+            title=text["sinusoidal positional encoding"],
             path=p,
         )
     )
@@ -173,8 +186,8 @@ def run_tour(out: Path, seed: int = 0) -> int:
     figures.append(
         show_heatmaps(
             P.unsqueeze(0).unsqueeze(0),
-            xlabel="column (encoding dimension)",
-            ylabel="row (position)",
+            xlabel=text["column (encoding dimension)"],
+            ylabel=text["row (position)"],
             figsize=(3.5, 4),
             cmap="Blues",
             path=p,
