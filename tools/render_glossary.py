@@ -42,7 +42,7 @@ The section is where d2l-zh introduces the term; the Portuguese term is d2l-pt's
 chapters, in the same order). The last column lists the variants other translations use and
 attnkit never writes: `tests/i18n/test_zh_style.py` fails on any of them (`python -m
 tools.zh_style` lists every problem). A note says where the book itself writes a variant in
-passing.
+passing (numbered after the English term).
 
 Each term was checked against d2l-zh's and d2l-pt's chapter files. d2l-zh's first 2.0.0
 printing (v2.0.0-alpha2, July 2021) still wrote 隐藏状态, 词汇表, 遮蔽softmax操作, 注意力打分函数,
@@ -78,12 +78,12 @@ def render(entries: list[dict] | None = None) -> str:
             lines += ["", f"## {number} {title}".rstrip(), ""]
             lines += ["| English | d2l-zh | section | d2l-pt | not written |"]
             lines += ["| --- | --- | --- | --- | --- |"]
-        zh = term["zh"]
+        en = term["en"]
         if term.get("note"):
             notes.append(term["note"])
-            zh += f" [{len(notes)}]"
+            en += f" [{len(notes)}]"
         avoid = ", ".join(term.get("avoid", []))
-        row = [term["en"], zh, term["section"], term.get("pt", ""), avoid]
+        row = [en, term["zh"], term["section"], term.get("pt", ""), avoid]
         lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
     if notes:
         lines += ["", "## Notes", ""]
