@@ -11,6 +11,7 @@ from torch import Tensor
 
 from attnkit import attention as _att
 from attnkit._validate import positive_int
+from attnkit.i18n import _
 from attnkit.models import transformer as _tf
 from attnkit.viz import show_heatmaps as _show_heatmaps
 
@@ -65,22 +66,23 @@ def show_attention(
     blocks = attention_weights
     if isinstance(blocks, (list, tuple)):
         if not blocks or any(not isinstance(b, Tensor) for b in blocks):
-            raise TypeError(
-                "attention_weights as a list must hold one tensor per block, got "
-                + (", ".join(type(b).__name__ for b in blocks) or "an empty list")
-            )
+            got = ", ".join(type(b).__name__ for b in blocks) or _("an empty list")
+            message = _("attention_weights as a list must hold one tensor per block, got {got}")
+            raise TypeError(message.format(got=got))
         if len({tuple(b.shape) for b in blocks}) != 1:
-            raise ValueError(
-                "attention_weights: every block's weights must have one shape, got "
-                + ", ".join(str(tuple(b.shape)) for b in blocks)
+            message = _(
+                "attention_weights: every block's weights must have one shape, got {shapes}"
             )
+            shapes = ", ".join(str(tuple(b.shape)) for b in blocks)
+            raise ValueError(message.format(shapes=shapes))
         blocks = torch.stack([b.detach() for b in blocks])  # (L, B*H, Q, K)
     if num_heads is not None and isinstance(blocks, Tensor) and blocks.dim() in (3, 4):
         if blocks.shape[-3] % num_heads:
-            raise ValueError(
-                f"attention_weights has {blocks.shape[-3]} rows of heads, not a multiple of "
-                f"num_heads={num_heads}"
+            message = _(
+                "attention_weights has {rows} rows of heads, not a multiple of "
+                "num_heads={num_heads}"
             )
+            raise ValueError(message.format(rows=blocks.shape[-3], num_heads=num_heads))
         blocks = blocks.reshape(*blocks.shape[:-3], -1, num_heads, *blocks.shape[-2:])
         blocks = blocks[..., 0, :, :, :]  # the first sentence's heads
     return _show(blocks, keys, queries, title=title, **kwargs)
@@ -150,9 +152,11 @@ class MultiHeadAttention(_RecordInEval, _att.MultiHeadAttention):
 def _check_heads(fn: str, X, num_heads, expected_shape: str) -> None:
     positive_int(f"{fn}: num_heads", num_heads)
     if not isinstance(X, Tensor):
-        raise TypeError(f"{fn}: X must be a torch.Tensor {expected_shape}, got {type(X).__name__}")
+        message = _("{fn}: X must be a torch.Tensor {expected}, got {type}")
+        raise TypeError(message.format(fn=fn, expected=expected_shape, type=type(X).__name__))
     if X.dim() != 3:
-        raise ValueError(f"{fn}: X must have shape {expected_shape}, got {tuple(X.shape)}")
+        message = _("{fn}: X must have shape {expected}, got {shape}")
+        raise ValueError(message.format(fn=fn, expected=expected_shape, shape=tuple(X.shape)))
 
 
 def transpose_qkv(X: Tensor, num_heads: int) -> Tensor:
@@ -160,10 +164,11 @@ def transpose_qkv(X: Tensor, num_heads: int) -> Tensor:
     _check_heads("transpose_qkv", X, num_heads, "(batch, steps, num_hiddens)")
     B, T, D = X.shape
     if D % num_heads:
-        raise ValueError(
-            f"transpose_qkv: X.shape[2] (num_hiddens) must be divisible by num_heads, "
-            f"got {D} and num_heads={num_heads}"
+        message = _(
+            "transpose_qkv: X.shape[2] (num_hiddens) must be divisible by num_heads, "
+            "got {d} and num_heads={num_heads}"
         )
+        raise ValueError(message.format(d=D, num_heads=num_heads))
     return X.reshape(B, T, num_heads, -1).transpose(1, 2).reshape(B * num_heads, T, -1)
 
 
@@ -174,10 +179,11 @@ def transpose_output(X: Tensor, num_heads: int) -> Tensor:
     )
     BH, T, Dh = X.shape
     if BH % num_heads:
-        raise ValueError(
-            f"transpose_output: X.shape[0] (batch * num_heads) must be divisible by num_heads, "
-            f"got {BH} and num_heads={num_heads}"
+        message = _(
+            "transpose_output: X.shape[0] (batch * num_heads) must be divisible by "
+            "num_heads, got {bh} and num_heads={num_heads}"
         )
+        raise ValueError(message.format(bh=BH, num_heads=num_heads))
     return X.reshape(-1, num_heads, T, Dh).transpose(1, 2).reshape(BH // num_heads, T, -1)
 
 

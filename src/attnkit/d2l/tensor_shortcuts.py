@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 import torch
 
+from attnkit.i18n import _
+
 __all__ = ["NAMES_0_17", "NAMES_1_0"]
 
 # The 0.17.6 block, in its order.
@@ -45,10 +47,8 @@ def _method_shortcut(name: str, method: str, what: str) -> Callable:
     def shortcut(x, *args, **kwargs):
         bound = getattr(x, method, None)
         if bound is None:
-            raise TypeError(
-                f"d2l.{name}: x must be a torch.Tensor (it calls x.{method}()), "
-                f"got {type(x).__name__}"
-            )
+            message = _("d2l.{name}: x must be a torch.Tensor (it calls x.{method}()), got {type}")
+            raise TypeError(message.format(name=name, method=method, type=type(x).__name__))
         return bound(*args, **kwargs)
 
     shortcut.__name__ = shortcut.__qualname__ = name
@@ -72,5 +72,6 @@ repeat = _method_shortcut("repeat", "repeat", "x tiled along each axis")
 def numpy(x, *args, **kwargs):
     """``x.detach().numpy()``: a tensor's values as a NumPy array (CPU tensors)."""
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"d2l.numpy: x must be a torch.Tensor, got {type(x).__name__}")
+        message = _("d2l.numpy: x must be a torch.Tensor, got {type}")
+        raise TypeError(message.format(type=type(x).__name__))
     return x.detach().numpy(*args, **kwargs)

@@ -20,6 +20,7 @@ from torch import nn
 
 from attnkit.d2l.book_output import book_line
 from attnkit.d2l.rnn import predict_ch8
+from attnkit.i18n import _
 from attnkit.metrics import perplexity
 from attnkit.models.seq2seq import xavier_init_weights
 from attnkit.training.engine import Engine, EngineConfig
@@ -42,7 +43,7 @@ def evaluate_loss(net, data_iter, loss):
             losses = loss(out, y.reshape(out.shape))
             total, count = total + float(losses.sum()), count + losses.numel()
     if count == 0:
-        raise ValueError("evaluate_loss: data_iter gave no batch (or only empty ones)")
+        raise ValueError(_("evaluate_loss: data_iter gave no batch (or only empty ones)"))
     return total / count
 
 

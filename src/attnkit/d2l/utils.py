@@ -21,6 +21,7 @@ import torch
 
 from attnkit.d2l.book_output import book_line
 from attnkit.data import hub as _hub
+from attnkit.i18n import _
 from attnkit.training import optim as _optim
 
 DATA_HUB = _hub.DATA_HUB
@@ -84,9 +85,8 @@ def download_extract(name: str, folder=None) -> str:
     then a download into attnkit's cache.
     """
     if name in DATA_HUB and not DATA_HUB[name][0].endswith(".zip"):
-        raise ValueError(
-            f"download_extract: {name!r} is {DATA_HUB[name][0]}; only .zip archives are supported"
-        )
+        message = _("download_extract: {name!r} is {url}; only .zip archives are supported")
+        raise ValueError(message.format(name=name, url=DATA_HUB[name][0]))
     data_dir = _hub.download_extract(name, search=(book_data_dir(),))
     return str(data_dir.parent / folder) if folder else str(data_dir)
 

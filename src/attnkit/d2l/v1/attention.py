@@ -27,6 +27,7 @@ from attnkit.d2l.attention import transpose_output as _transpose_output
 from attnkit.d2l.attention import transpose_qkv as _transpose_qkv
 from attnkit.d2l.v1.base import Module
 from attnkit.d2l.v1.seq2seq import init_seq2seq
+from attnkit.i18n import _
 from attnkit.models.seq2seq import AttentionDecoder
 
 __all__ = [
@@ -45,10 +46,11 @@ def check_heads(num_hiddens, num_heads) -> None:
     positive_int("num_hiddens", num_hiddens)
     positive_int("num_heads", num_heads)
     if num_hiddens % num_heads:
-        raise ValueError(
-            f"num_hiddens must be divisible by num_heads, got num_hiddens={num_hiddens} "
-            f"and num_heads={num_heads}"
+        message = _(
+            "num_hiddens must be divisible by num_heads, got num_hiddens={num_hiddens} "
+            "and num_heads={num_heads}"
         )
+        raise ValueError(message.format(num_hiddens=num_hiddens, num_heads=num_heads))
 
 
 class DotProductAttention(_DotProductAttention):

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from attnkit._validate import non_negative_int, non_negative_number, positive_int, positive_number
+from attnkit.i18n import _
 from attnkit.training.engine import Engine, EngineConfig, StepLoss, Task
 
 __all__ = [
@@ -32,11 +33,13 @@ __all__ = [
 def add_to_class(Class):
     """Decorator: ``@add_to_class(Cls)`` sets the decorated function as ``Cls.<name>``."""
     if not isinstance(Class, type):
-        raise TypeError(f"add_to_class needs a class, got {Class!r} ({type(Class).__name__})")
+        message = _("add_to_class needs a class, got {value!r} ({type})")
+        raise TypeError(message.format(value=Class, type=type(Class).__name__))
 
     def wrapper(obj):
         if not callable(obj) and not isinstance(obj, property):
-            raise TypeError(f"add_to_class: expected a function, got {type(obj).__name__}")
+            message = _("add_to_class: expected a function, got {type}")
+            raise TypeError(message.format(type=type(obj).__name__))
         setattr(Class, obj.__name__, obj)
         return obj  # the book returns None; returning obj changes nothing else
 
@@ -153,15 +156,14 @@ class Module(nn.Module, HyperParameters):
 
     def forward(self, X):
         if not hasattr(self, "net"):
-            raise NotImplementedError(
-                f"{type(self).__name__} has no self.net: define forward or set self.net"
-            )
+            message = _("{cls} has no self.net: define forward or set self.net")
+            raise NotImplementedError(message.format(cls=type(self).__name__))
         return self.net(X)
 
     def plot(self, key, value, train):
         """One point on the board: x in epochs, averaged as the book's ``every_n``."""
         if not hasattr(self, "trainer"):
-            raise RuntimeError("Module.plot needs a Trainer: call trainer.fit(model, data)")
+            raise RuntimeError(_("Module.plot needs a Trainer: call trainer.fit(model, data)"))
         self.board.xlabel = "epoch"
         t = self.trainer
         if train:
@@ -230,9 +232,8 @@ class BookTask(Task):
         t = self.trainer
         loss = t.model.training_step(t.prepare_batch(batch))
         if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-            raise TypeError(
-                f"training_step must return a scalar tensor, got {getattr(loss, 'shape', loss)!r}"
-            )
+            message = _("training_step must return a scalar tensor, got {got!r}")
+            raise TypeError(message.format(got=getattr(loss, "shape", loss)))
         t.train_batch_idx += 1
         return StepLoss(loss_sum=loss, tokens=1, denominator=1)
 
@@ -268,7 +269,8 @@ class Trainer(HyperParameters):
         self.num_train_batches = len(self.train_dataloader)
         self.num_val_batches = len(self.val_dataloader) if self.val_dataloader is not None else 0
         if self.num_train_batches == 0:
-            raise ValueError(f"{type(data).__name__}.train_dataloader() has no batches")
+            message = _("{cls}.train_dataloader() has no batches")
+            raise ValueError(message.format(cls=type(data).__name__))
 
     def prepare_model(self, model):
         model.trainer = self
@@ -279,9 +281,11 @@ class Trainer(HyperParameters):
 
     def fit(self, model, data):
         if not isinstance(model, Module):
-            raise TypeError(f"model must be a d2l.Module, got {type(model).__name__}")
+            message = _("model must be a d2l.Module, got {type}")
+            raise TypeError(message.format(type=type(model).__name__))
         if not isinstance(data, DataModule):
-            raise TypeError(f"data must be a d2l.DataModule, got {type(data).__name__}")
+            message = _("data must be a d2l.DataModule, got {type}")
+            raise TypeError(message.format(type=type(data).__name__))
         self.prepare_data(data)
         self.prepare_model(model)
         self.optim = model.configure_optimizers()
@@ -369,12 +373,15 @@ class Classifier(Module):
     def layer_summary(self, X_shape):
         """Print each layer of ``self.net`` with its output shape for a random ``X_shape`` input."""
         if not isinstance(X_shape, tuple | list | torch.Size):
-            raise TypeError(f"layer_summary: X_shape must be a tuple of ints, got {X_shape!r}")
+            message = _("layer_summary: X_shape must be a tuple of ints, got {value!r}")
+            raise TypeError(message.format(value=X_shape))
         if not hasattr(self, "net"):
-            raise AttributeError(f"layer_summary needs self.net (a sequence of layers) on {self}")
+            message = _("layer_summary needs self.net (a sequence of layers) on {model}")
+            raise AttributeError(message.format(model=self))
         X = torch.randn(*X_shape)
         for layer in self.net:
             X = layer(X)
+            # the book's own line, which d2l-zh prints in these words too (its LeNet section)
             print(layer.__class__.__name__, "output shape:\t", X.shape)
 
 

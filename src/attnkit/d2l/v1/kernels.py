@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from attnkit.i18n import _
+
 __all__ = ["boxcar", "constant", "epanechikov", "epanechnikov", "gaussian", "nadaraya_watson"]
 
 
@@ -34,9 +36,11 @@ epanechikov = epanechnikov  # the book's spelling
 
 def _vector(name: str, t) -> Tensor:
     if not isinstance(t, Tensor) or not t.is_floating_point():
-        raise TypeError(f"{name} must be a float tensor, got {getattr(t, 'dtype', type(t))}")
+        message = _("{name} must be a float tensor, got {dtype}")
+        raise TypeError(message.format(name=name, dtype=getattr(t, "dtype", type(t))))
     if t.dim() > 1 and t.numel() != t.shape[0]:
-        raise ValueError(f"{name} must be 1-D (n,), got shape {tuple(t.shape)}")
+        message = _("{name} must be 1-D (n,), got shape {shape}")
+        raise ValueError(message.format(name=name, shape=tuple(t.shape)))
     return t.reshape(-1)
 
 
@@ -51,12 +55,11 @@ def nadaraya_watson(x_train, y_train, x_val, kernel):
         _vector("x_train", x_train), _vector("y_train", y_train), _vector("x_val", x_val)
     )  # fmt: skip
     if x_train.shape != y_train.shape:
-        raise ValueError(
-            f"x_train and y_train must have the same length, got {x_train.numel()} "
-            f"and {y_train.numel()}"
-        )
+        message = _("x_train and y_train must have the same length, got {n_x} and {n_y}")
+        raise ValueError(message.format(n_x=x_train.numel(), n_y=y_train.numel()))
     if not callable(kernel):
-        raise TypeError(f"kernel must be a function of distances, got {kernel!r}")
+        message = _("kernel must be a function of distances, got {kernel!r}")
+        raise TypeError(message.format(kernel=kernel))
     dists = x_train.reshape((-1, 1)) - x_val.reshape((1, -1))  # (n, m)
     k = kernel(dists).to(dists.dtype)
     total = k.sum(0)

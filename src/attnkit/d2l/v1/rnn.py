@@ -15,6 +15,7 @@ from torch import nn
 
 from attnkit._validate import non_negative_int, non_negative_number, positive_int, probability
 from attnkit.d2l.v1.base import Classifier, Module
+from attnkit.i18n import _
 
 __all__ = [
     "GRU", "LSTM", "RNN", "RNNLM", "BiGRU", "BiRNNScratch", "GRUScratch", "LSTMScratch",
@@ -34,11 +35,14 @@ def check_shape(a, shape):
 
 def _check_inputs(name: str, inputs, num_inputs: int) -> None:
     if not isinstance(inputs, torch.Tensor) or not inputs.is_floating_point():
-        raise TypeError(f"{name}: inputs must be a float tensor, got {type(inputs).__name__}")
+        message = _("{name}: inputs must be a float tensor, got {type}")
+        raise TypeError(message.format(name=name, type=type(inputs).__name__))
     if inputs.dim() != 3 or inputs.shape[-1] != num_inputs:
+        message = _(
+            "{name}: inputs must be (num_steps, batch_size, num_inputs={num_inputs}), got {shape}"
+        )
         raise ValueError(
-            f"{name}: inputs must be (num_steps, batch_size, num_inputs={num_inputs}), "
-            f"got {tuple(inputs.shape)}"
+            message.format(name=name, num_inputs=num_inputs, shape=tuple(inputs.shape))
         )
 
 
@@ -182,7 +186,9 @@ class RNNLMScratch(Classifier):
     def __init__(self, rnn, vocab_size, lr=0.01):
         super().__init__()
         if not isinstance(rnn, nn.Module):
-            raise TypeError(f"rnn must be an nn.Module, got {type(rnn).__name__}")
+            raise TypeError(
+                _("rnn must be an nn.Module, got {type}").format(type=type(rnn).__name__)
+            )
         positive_int("vocab_size", vocab_size)
         self.save_hyperparameters()
         self.init_params()
@@ -205,7 +211,8 @@ class RNNLMScratch(Classifier):
     def one_hot(self, X):
         """X (B, T) ids -> (T, B, vocab_size) float32."""
         if X.dim() != 2:
-            raise ValueError(f"X must be (batch_size, num_steps) token ids, got {tuple(X.shape)}")
+            message = _("X must be (batch_size, num_steps) token ids, got {shape}")
+            raise ValueError(message.format(shape=tuple(X.shape)))
         return F.one_hot(X.T.long(), self.vocab_size).type(torch.float32)
 
     def output_layer(self, rnn_outputs):
@@ -220,11 +227,11 @@ class RNNLMScratch(Classifier):
     def predict(self, prefix, num_preds, vocab, device=None):
         """``prefix`` (str, >= 1 char), then ``num_preds`` greedy characters."""
         if not isinstance(prefix, str):
-            raise TypeError(
-                f"prefix must be a non-empty str, got {prefix!r} ({type(prefix).__name__})"
-            )
+            message = _("prefix must be a non-empty str, got {value!r} ({type})")
+            raise TypeError(message.format(value=prefix, type=type(prefix).__name__))
         if not prefix:
-            raise ValueError(f"prefix must be a non-empty str, got {prefix!r}")
+            message = _("prefix must be a non-empty str, got {value!r}")
+            raise ValueError(message.format(value=prefix))
         non_negative_int("num_preds", num_preds)
         state, outputs = None, [vocab[prefix[0]]]
         for i in range(len(prefix) + num_preds - 1):

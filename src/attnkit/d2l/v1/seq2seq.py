@@ -26,6 +26,7 @@ from attnkit.d2l.v1.rnn import GRU
 from attnkit.d2l.v1.text import Vocab, check_split_sizes
 from attnkit.data import hub as _hub
 from attnkit.data import translation as _nmt
+from attnkit.i18n import _
 from attnkit.inference.decoding import greedy_decode
 from attnkit.metrics import bleu as _bleu
 from attnkit.models.seq2seq import Decoder, Encoder, xavier_init_weights
@@ -44,7 +45,7 @@ def fra_path(root) -> Path:
     env = os.environ.get("ATTNKIT_FRA")
     if env:
         if not Path(env).is_file():
-            raise FileNotFoundError(f"ATTNKIT_FRA={env!r} is not a file")
+            raise FileNotFoundError(_("ATTNKIT_FRA={env!r} is not a file").format(env=env))
         return Path(env)
     if (Path(root) / "fra-eng" / "fra.txt").is_file():
         return Path(root) / "fra-eng" / "fra.txt"
@@ -53,9 +54,10 @@ def fra_path(root) -> Path:
     try:
         return _nmt.download_fra(search=(root,))
     except _hub.DatasetUnavailableError as e:
+        message = _("{error} MTFraEng also reads {extracted} or {flat} (root={root!r}).")
+        extracted, flat = Path(root) / "fra-eng" / "fra.txt", Path(root) / "fra.txt"
         raise _hub.DatasetUnavailableError(
-            f"{e} MTFraEng also reads {Path(root) / 'fra-eng' / 'fra.txt'} or "
-            f"{Path(root) / 'fra.txt'} (root={str(root)!r})."
+            message.format(error=e, extracted=extracted, flat=flat, root=str(root))
         ) from e
 
 
@@ -76,16 +78,20 @@ class MTFraEng(DataModule):
         self.arrays, self.src_vocab, self.tgt_vocab = self._build_arrays(self._download())
         rows = len(self.arrays[0])
         if rows < num_train + num_val:
+            message = _(
+                "num_train + num_val = {num_train} + {num_val} = {total} sentence pairs "
+                "asked for, but the data has {rows} usable pairs"
+            )
+            total = num_train + num_val
             raise ValueError(
-                f"num_train + num_val = {num_train} + {num_val} = {num_train + num_val} "
-                f"sentence pairs asked for, but the data has {rows} usable pairs"
+                message.format(num_train=num_train, num_val=num_val, total=total, rows=rows)
             )
 
     def _download(self):
         path = fra_path(self.root)
         text = _nmt.read_fra(path)
         if not text.strip():
-            raise ValueError(f"the fra-eng data file {str(path)!r} is empty")
+            raise ValueError(_("the fra-eng data file {path!r} is empty").format(path=str(path)))
         return text
 
     def _preprocess(self, text):
@@ -126,15 +132,15 @@ class MTFraEng(DataModule):
         """Arrays for new sentence pairs, with this dataset's vocabularies."""
         for name, s in (("src_sentences", src_sentences), ("tgt_sentences", tgt_sentences)):
             if isinstance(s, str) or not all(isinstance(x, str) for x in s):
-                raise TypeError(f"{name} must be a list of str, got {s!r}")
+                message = _("{name} must be a list of str, got {value!r}")
+                raise TypeError(message.format(name=name, value=s))
         if len(src_sentences) != len(tgt_sentences):
-            raise ValueError(
-                f"src_sentences and tgt_sentences must have the same length, got "
-                f"{len(src_sentences)} and {len(tgt_sentences)}"
+            message = _(
+                "src_sentences and tgt_sentences must have the same length, got {n_src} and {n_tgt}"
             )
+            raise ValueError(message.format(n_src=len(src_sentences), n_tgt=len(tgt_sentences)))
         raw_text = "\n".join([src + "\t" + tgt for src, tgt in zip(src_sentences, tgt_sentences)])
-        arrays, _, _ = self._build_arrays(raw_text, self.src_vocab, self.tgt_vocab)
-        return arrays
+        return self._build_arrays(raw_text, self.src_vocab, self.tgt_vocab)[0]
 
 
 def show_list_len_pair_hist(legend, xlabel, ylabel, xlist, ylist):
@@ -149,13 +155,15 @@ _NO_TOKEN = torch.iinfo(torch.int64).max
 
 def _check_ids(name, X):
     """Token ids: TypeError for anything but an integer tensor, ValueError unless 2-D."""
-    expected = f"{name} must be an integer tensor (batch_size, num_steps)"
     if not isinstance(X, torch.Tensor):
-        raise TypeError(f"{expected}, got {type(X).__name__}")
+        message = _("{name} must be an integer tensor (batch_size, num_steps), got {type}")
+        raise TypeError(message.format(name=name, type=type(X).__name__))
     if X.is_floating_point() or X.is_complex() or X.dtype == torch.bool:
-        raise TypeError(f"{expected}, got {X.dtype}")
+        message = _("{name} must be an integer tensor (batch_size, num_steps), got {dtype}")
+        raise TypeError(message.format(name=name, dtype=X.dtype))
     if X.dim() != 2:
-        raise ValueError(f"{expected}, got shape {tuple(X.shape)}")
+        message = _("{name} must be an integer tensor (batch_size, num_steps), got shape {shape}")
+        raise ValueError(message.format(name=name, shape=tuple(X.shape)))
 
 
 class EncoderDecoder(Classifier):
@@ -164,9 +172,9 @@ class EncoderDecoder(Classifier):
     def __init__(self, encoder, decoder):
         super().__init__()
         if not isinstance(encoder, nn.Module) or not isinstance(decoder, nn.Module):
+            message = _("encoder and decoder must be nn.Modules, got {encoder} and {decoder}")
             raise TypeError(
-                f"encoder and decoder must be nn.Modules, got {type(encoder).__name__} "
-                f"and {type(decoder).__name__}"
+                message.format(encoder=type(encoder).__name__, decoder=type(decoder).__name__)
             )
         self.encoder = encoder
         self.decoder = decoder
@@ -214,23 +222,19 @@ class EncoderDecoder(Classifier):
         """
         num_steps = positive_int("num_steps", num_steps)
         if len(batch) != 4:
-            raise ValueError(
-                f"batch must be (src, tgt, src_valid_len, label), got {len(batch)} items"
-            )
+            message = _("batch must be (src, tgt, src_valid_len, label), got {n} items")
+            raise ValueError(message.format(n=len(batch)))
         batch = [torch.as_tensor(a).to(device) for a in batch]
-        src, tgt, src_valid_len, _ = batch
+        src, tgt, src_valid_len = batch[:3]
         _check_ids("src", src)
         _check_ids("tgt", tgt)
         if src_valid_len.shape != (src.shape[0],):
-            raise ValueError(
-                f"src_valid_len must have shape (B,) = ({src.shape[0]},), "
-                f"got {tuple(src_valid_len.shape)}"
-            )
+            message = _("src_valid_len must have shape (B,) = ({b},), got {shape}")
+            raise ValueError(message.format(b=src.shape[0], shape=tuple(src_valid_len.shape)))
         start = tgt[:, 0]  # (B,)
         if start.numel() and bool((start != start[0]).any()):
-            raise ValueError(
-                f"tgt[:, 0] must hold one start token (<bos>) for every row, got {start.tolist()}"
-            )
+            message = _("tgt[:, 0] must hold one start token (<bos>) for every row, got {starts}")
+            raise ValueError(message.format(starts=start.tolist()))
         attention_weights = []
         keep = lambda decoder: attention_weights.append(decoder.attention_weights)  # noqa: E731
         result = greedy_decode(
@@ -314,9 +318,9 @@ class Seq2Seq(EncoderDecoder):
 def bleu(pred_seq, label_seq, k):
     """The book's BLEU (1.0): n-grams up to ``min(k, len(pred))``; 0.0 for an empty prediction."""
     if not isinstance(pred_seq, str) or not isinstance(label_seq, str):
+        message = _("pred_seq and label_seq must be str, got {pred} and {label}")
         raise TypeError(
-            f"pred_seq and label_seq must be str, got {type(pred_seq).__name__} "
-            f"and {type(label_seq).__name__}"
+            message.format(pred=type(pred_seq).__name__, label=type(label_seq).__name__)
         )
     k = positive_int("k", k)
     return _bleu(pred_seq, label_seq, min(k, len(pred_seq.split(" "))))

@@ -21,6 +21,7 @@ from attnkit._validate import index as _index
 from attnkit._validate import non_negative_int, positive_int, real
 from attnkit.d2l.v1.base import DataModule
 from attnkit.data import hub as _hub
+from attnkit.i18n import _
 
 __all__ = ["TimeMachine", "Vocab", "timemachine_path"]
 
@@ -35,10 +36,11 @@ class Vocab:
 
     def __init__(self, tokens=(), min_freq=0, reserved_tokens=()):
         if isinstance(tokens, str):
-            raise TypeError("tokens must be a list of tokens (or of lists), got a str")
+            raise TypeError(_("tokens must be a list of tokens (or of lists), got a str"))
         real("min_freq", min_freq)
         if isinstance(reserved_tokens, str):
-            raise TypeError(f"reserved_tokens must be a list of str, got {reserved_tokens!r}")
+            message = _("reserved_tokens must be a list of str, got {value!r}")
+            raise TypeError(message.format(value=reserved_tokens))
         tokens = list(tokens)
         if tokens and isinstance(tokens[0], list | tuple):
             tokens = [token for line in tokens for token in line]
@@ -88,14 +90,13 @@ def timemachine_path(root) -> Path:
     env = os.environ.get("ATTNKIT_TIMEMACHINE")
     if env:
         if not Path(env).is_file():
-            raise FileNotFoundError(f"ATTNKIT_TIMEMACHINE={env!r} is not a file")
+            raise FileNotFoundError(_("ATTNKIT_TIMEMACHINE={env!r} is not a file").format(env=env))
         return Path(env)
     try:
         return _hub.download("time_machine", search=(root,))
     except _hub.DatasetUnavailableError as e:
-        raise _hub.DatasetUnavailableError(
-            f"{e} (or set ATTNKIT_TIMEMACHINE=/path/to/timemachine.txt)"
-        ) from e
+        message = _("{error} (or set ATTNKIT_TIMEMACHINE=/path/to/timemachine.txt)")
+        raise _hub.DatasetUnavailableError(message.format(error=e)) from e
 
 
 def check_split_sizes(batch_size, num_steps, num_train, num_val) -> None:
@@ -124,10 +125,17 @@ class TimeMachine(DataModule):
         corpus, self.vocab = self.build(self._download())
         windows = len(corpus) - num_steps
         if windows < num_train + num_val:
+            message = _(
+                "num_train + num_val = {wanted} windows of num_steps + 1 = {width} characters, "
+                "but the text has {chars} characters ({windows} windows)"
+            )
             raise ValueError(
-                f"num_train + num_val = {num_train + num_val} windows of num_steps + 1 = "
-                f"{num_steps + 1} characters, but the text has {len(corpus)} characters "
-                f"({max(windows, 0)} windows)"
+                message.format(
+                    wanted=num_train + num_val,
+                    width=num_steps + 1,
+                    chars=len(corpus),
+                    windows=max(windows, 0),
+                )
             )
         array = torch.tensor(corpus).unfold(0, num_steps + 1, 1)  # (windows, num_steps + 1)
         self.X, self.Y = array[:, :-1], array[:, 1:]
@@ -136,7 +144,7 @@ class TimeMachine(DataModule):
         path = timemachine_path(self.root)
         text = Path(path).read_text(encoding="utf-8", errors="replace")
         if not text.strip():
-            raise ValueError(f"the Time Machine file {str(path)!r} is empty")
+            raise ValueError(_("the Time Machine file {path!r} is empty").format(path=str(path)))
         return text
 
     def _preprocess(self, text):
@@ -148,7 +156,8 @@ class TimeMachine(DataModule):
     def build(self, raw_text, vocab=None):
         """``(corpus ids, vocab)`` of ``raw_text``'s characters (a new vocab unless given)."""
         if not isinstance(raw_text, str):
-            raise TypeError(f"raw_text must be a str, got {type(raw_text).__name__}")
+            message = _("raw_text must be a str, got {type}")
+            raise TypeError(message.format(type=type(raw_text).__name__))
         tokens = self._tokenize(self._preprocess(raw_text))
         if vocab is None:
             vocab = Vocab(tokens)

@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from attnkit._validate import non_negative_int, positive_int, probability
 from attnkit.attention.positional import PositionalEncoding as _PositionalEncoding
 from attnkit.d2l.v1.attention import MultiHeadAttention, check_heads
+from attnkit.i18n import _
 from attnkit.models import transformer as _tf
 
 __all__ = [
@@ -61,10 +62,8 @@ class AddNorm(_tf.AddNorm):
 
     def forward(self, X, Y):
         if X.shape != Y.shape:
-            raise ValueError(
-                f"AddNorm: X and Y must have the same shape, got {tuple(X.shape)} "
-                f"and {tuple(Y.shape)}"
-            )
+            message = _("AddNorm: X and Y must have the same shape, got {x} and {y}")
+            raise ValueError(message.format(x=tuple(X.shape), y=tuple(Y.shape)))
         return super().forward(X, Y)
 
 
@@ -98,13 +97,15 @@ class TransformerEncoderBlock(_BookSublayers, _tf.EncoderBlock):
 
 def _check_tokens(X):
     """Token ids: TypeError for anything but an integer tensor, ValueError unless 2-D."""
-    expected = "X must be integer token ids (batch_size, num_steps)"
     if not isinstance(X, Tensor):
-        raise TypeError(f"{expected}, got {type(X).__name__}")
+        message = _("X must be integer token ids (batch_size, num_steps), got {type}")
+        raise TypeError(message.format(type=type(X).__name__))
     if X.is_floating_point() or X.is_complex() or X.dtype == torch.bool:
-        raise TypeError(f"{expected}, got {X.dtype}")
+        message = _("X must be integer token ids (batch_size, num_steps), got {dtype}")
+        raise TypeError(message.format(dtype=X.dtype))
     if X.dim() != 2:
-        raise ValueError(f"{expected}, got shape {tuple(X.shape)}")
+        message = _("X must be integer token ids (batch_size, num_steps), got shape {shape}")
+        raise ValueError(message.format(shape=tuple(X.shape)))
 
 
 class TransformerEncoder(_tf.TransformerEncoder):
@@ -175,7 +176,8 @@ class TransformerDecoder(_tf.TransformerDecoder):
         book's, the caches of ``state`` are updated in place and ``state`` is returned."""
         _check_tokens(X)
         if len(state) != 3 or len(state[2]) != self.num_blks:
-            raise ValueError("state must be init_state(...)'s [enc_outputs, enc_valid_lens, cache]")
+            message = _("state must be init_state(...)'s [enc_outputs, enc_valid_lens, cache]")
+            raise ValueError(message)
         Y, new_state = super().forward(X, state)
         state[2][:] = new_state[2]
         return Y, state

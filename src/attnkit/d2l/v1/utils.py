@@ -15,6 +15,7 @@ from pathlib import Path
 
 from attnkit.d2l.utils import Timer, plot
 from attnkit.data.hub import DATA_URL, DatasetUnavailableError, fetch, sha1_of
+from attnkit.i18n import _
 
 __all__ = ["DATA_URL", "DatasetUnavailableError", "Timer", "download", "extract", "plot"]
 
@@ -28,25 +29,33 @@ def download(url, folder="../data", sha1_hash=None):
     :func:`extract` leaves the folder as it is.
     """
     if not isinstance(url, str):
-        raise TypeError(f"url must be a URL string, got {url!r} ({type(url).__name__})")
+        message = _("url must be a URL string, got {value!r} ({type})")
+        raise TypeError(message.format(value=url, type=type(url).__name__))
     if "/" not in url:
-        raise ValueError(f"url must be a URL string, got {url!r}")
+        raise ValueError(_("url must be a URL string, got {value!r}").format(value=url))
     if sha1_hash is not None and not isinstance(sha1_hash, str):
-        raise TypeError(
-            f"sha1_hash must be 40 hex digits or None, got {sha1_hash!r} "
-            f"({type(sha1_hash).__name__})"
-        )
+        message = _("sha1_hash must be 40 hex digits or None, got {value!r} ({type})")
+        raise TypeError(message.format(value=sha1_hash, type=type(sha1_hash).__name__))
     if sha1_hash is not None and len(sha1_hash) != 40:
-        raise ValueError(f"sha1_hash must be 40 hex digits or None, got {sha1_hash!r}")
+        message = _("sha1_hash must be 40 hex digits or None, got {value!r}")
+        raise ValueError(message.format(value=sha1_hash))
     os.makedirs(folder, exist_ok=True)
     fname = Path(folder) / url.split("/")[-1]
     if fname.is_file() and (sha1_hash is None or sha1_of(fname) == sha1_hash):
         return str(fname)
     if not fname.is_file() and _extracted_folder(fname).is_dir():
         return str(fname)  # already extracted (the book's ../data/fra-eng): extract() skips
-    seen = "no copy" if not fname.is_file() else f"a copy with sha1 {sha1_of(fname)}"
-    expected = "" if sha1_hash is None else f" (expected sha1 {sha1_hash})"
-    hint = f"Found {seen} at {fname}{expected}; place the file there to use it offline."
+    if fname.is_file():
+        seen = _("a copy with sha1 {sha1}").format(sha1=sha1_of(fname))
+    else:
+        seen = _("no copy")
+    if sha1_hash is None:
+        hint = _("Found {seen} at {path}; place the file there to use it offline.")
+    else:
+        hint = _(
+            "Found {seen} at {path} (expected sha1 {sha1}); place the file there to use it offline."
+        )
+    hint = hint.format(seen=seen, path=fname, sha1=sha1_hash)
     fetch(url, fname, sha1_hash, hint=hint)
     return str(fname)
 
@@ -72,7 +81,8 @@ def extract(filename, folder=None):
     if not filename.is_file() and folder is None and _extracted_folder(filename).is_dir():
         return
     if not filename.is_file():
-        raise FileNotFoundError(f"extract: {str(filename)!r} is not a file")
+        message = _("extract: {path!r} is not a file")
+        raise FileNotFoundError(message.format(path=str(filename)))
     if zipfile.is_zipfile(filename):
         with zipfile.ZipFile(filename) as fp:
             fp.extractall(base_dir)
@@ -80,4 +90,5 @@ def extract(filename, folder=None):
         with tarfile.open(filename) as fp:
             fp.extractall(base_dir, filter="data")
     else:
-        raise ValueError(f"extract: only zip/tar files can be extracted, got {str(filename)!r}")
+        message = _("extract: only zip/tar files can be extracted, got {path!r}")
+        raise ValueError(message.format(path=str(filename)))

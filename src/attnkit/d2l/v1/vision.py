@@ -27,6 +27,7 @@ from attnkit._validate import positive_int
 from attnkit.d2l.v1.base import DataModule, Module
 from attnkit.data.hub import DatasetUnavailableError, fetch
 from attnkit.data.idx import read_idx
+from attnkit.i18n import _
 from attnkit.training.optim import learning_rate
 
 __all__ = ["FashionMNIST", "LinearRegression"]
@@ -78,11 +79,11 @@ def _size(name: str, size) -> tuple[int, int]:
     if isinstance(size, numbers.Integral) and not isinstance(size, bool):
         size = (size, size)
     if not isinstance(size, tuple | list):
-        raise TypeError(
-            f"{name} must be (height, width) of positive ints, got {size!r} ({type(size).__name__})"
-        )
+        message = _("{name} must be (height, width) of positive ints, got {value!r} ({type})")
+        raise TypeError(message.format(name=name, value=size, type=type(size).__name__))
     if len(size) != 2:
-        raise ValueError(f"{name} must be (height, width) of positive ints, got {size!r}")
+        message = _("{name} must be (height, width) of positive ints, got {value!r}")
+        raise ValueError(message.format(name=name, value=size))
     return (positive_int(f"{name}[0]", size[0]), positive_int(f"{name}[1]", size[1]))
 
 
@@ -92,11 +93,13 @@ def _find_or_fetch(raw_dir: Path, stem: str) -> Path:
         if candidate.is_file():
             return candidate
     names = ", ".join(f"{s}.gz" for pair in _FASHION_FILES.values() for s in pair)
-    hint = f"Put the four Fashion-MNIST files ({names}) in {raw_dir} to use them offline."
+    hint = _("Put the four Fashion-MNIST files ({names}) in {folder} to use them offline.")
+    hint = hint.format(names=names, folder=raw_dir)
     try:
         return fetch(_FASHION_URL + stem + ".gz", raw_dir / f"{stem}.gz", what=stem, hint=hint)
     except DatasetUnavailableError as error:
-        raise DatasetUnavailableError(f"Fashion-MNIST is not in {raw_dir}: {hint}") from error
+        message = _("Fashion-MNIST is not in {folder}: {hint}").format(folder=raw_dir, hint=hint)
+        raise DatasetUnavailableError(message) from error
 
 
 class FashionMNIST(DataModule):
@@ -120,9 +123,16 @@ class FashionMNIST(DataModule):
     def _read(images_path: Path, labels_path: Path) -> torch.utils.data.TensorDataset:
         images, labels = read_idx(images_path), read_idx(labels_path)
         if images.dim() != 3 or labels.dim() != 1 or len(images) != len(labels):
+            message = _(
+                "{images} {images_shape} and {labels} {labels_shape} are not N images and N labels"
+            )
             raise ValueError(
-                f"{images_path.name} {tuple(images.shape)} and {labels_path.name} "
-                f"{tuple(labels.shape)} are not N images and N labels"
+                message.format(
+                    images=images_path.name,
+                    images_shape=tuple(images.shape),
+                    labels=labels_path.name,
+                    labels_shape=tuple(labels.shape),
+                )
             )
         return torch.utils.data.TensorDataset(images, labels.long())
 
