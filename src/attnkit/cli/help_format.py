@@ -39,21 +39,25 @@ def _has_wide(text: str) -> bool:
 
 def wrap(text: str, width: int) -> list[str]:
     """``text`` (its spaces collapsed) in lines of at most ``width`` columns (a word longer
-    than that keeps a line to itself)."""
+    than that keeps a line to itself); closing punctuation that does not fit takes the
+    character before it to the next line."""
     lines: list[str] = []
-    line = ""
+    line: list[str] = []  # the tokens of the line being filled
     for token in _TOKENS.findall(text.strip()):
         if token.isspace():
-            line += " " if line else ""
+            if line and not line[-1].isspace():
+                line.append(" ")
             continue
-        if line.strip() and display_width(line + token) > width and token not in _NO_LINE_START:
-            lines.append(line.rstrip())
-            line = token
-        else:
-            line += token
-    if line.strip():
-        lines.append(line.rstrip())
-    return lines
+        if line and display_width("".join(line) + token) > width:
+            carried = []
+            if token in _NO_LINE_START and len(line) > 1 and not line[-1].isspace():
+                carried = [line.pop()]
+            lines.append("".join(line).rstrip())
+            line = carried
+        line.append(token)
+    if line:
+        lines.append("".join(line).rstrip())
+    return [x for x in lines if x]
 
 
 class _WideText(argparse.HelpFormatter):
