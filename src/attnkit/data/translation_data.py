@@ -17,7 +17,7 @@ from attnkit.data.fra import preprocess_nmt
 from attnkit.data.marian_tokenizer import MarianTokenizer
 from attnkit.data.subword import SubwordTokenizer
 from attnkit.data.text import Vocab
-from attnkit.i18n import _
+from attnkit.i18n import N_, _
 
 __all__ = ["TranslationData", "load_tokenizer"]
 
@@ -188,7 +188,7 @@ class TranslationData:
                 )
                 raise ValueError(
                     message.format(
-                        sentence=sentence, count=len(tokens), unit=self.unit, max_len=self.max_len
+                        sentence=sentence, count=len(tokens), unit=_(self.unit), max_len=self.max_len
                     )
                 )
             ids.append(self.src_vocab[tokens] + [eos])
@@ -197,7 +197,7 @@ class TranslationData:
     @property
     def unit(self) -> str:
         """What a token is: "words" (the book's tokens) or "pieces" (subwords)."""
-        return "words" if self.tokenizer is None else "pieces"
+        return N_("words") if self.tokenizer is None else N_("pieces")
 
     @property
     def bleu_tokenize(self) -> str:

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit.attention.recording import record_attention
+from attnkit.i18n import _
 from attnkit.inference.decoding import greedy_decode
 from attnkit.inference.eval_mode import evaluating
 
@@ -210,7 +211,7 @@ def plot_attention_maps(
     ]
     kinds = [k for k in kinds if k[1] is not None]
     if not kinds:
-        raise ValueError("the model recorded no attention weights to draw")
+        raise ValueError(_("the model recorded no attention weights to draw"))
     panels: list[tuple[str, Tensor, list[str], list[str]]] = []
     for name, w, xt, yt in kinds:
         L, H = w.shape[:2]

@@ -38,6 +38,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit._validate import integer, positive_int, real
+from attnkit.i18n import _
 from attnkit.inference.eval_mode import evaluating
 from attnkit.models.seq2seq import EncoderDecoder
 
@@ -64,21 +65,23 @@ def check_decode_inputs(model: nn.Module, src: Tensor, src_len: Tensor, max_len:
     """
     for name in ("encoder", "decoder"):
         if not hasattr(model, name):
-            raise TypeError(
-                f"model must be an EncoderDecoder with .{name}, got {type(model).__name__}"
-            )
+            message = _("model must be an EncoderDecoder with .{name}, got {type}")
+            raise TypeError(message.format(name=name, type=type(model).__name__))
     if not isinstance(src, Tensor):
-        raise TypeError(f"src must be a (B, S) long tensor, got {type(src).__name__}")
+        message = _("src must be a (B, S) long tensor, got {type}")
+        raise TypeError(message.format(type=type(src).__name__))
     if src.dim() != 2:
-        raise ValueError(f"src must be a (B, S) long tensor, got shape {tuple(src.shape)}")
+        message = _("src must be a (B, S) long tensor, got shape {shape}")
+        raise ValueError(message.format(shape=tuple(src.shape)))
     if src.dtype != torch.long:
-        raise TypeError(f"src must be a (B, S) long tensor, got dtype {src.dtype}")
+        message = _("src must be a (B, S) long tensor, got dtype {dtype}")
+        raise TypeError(message.format(dtype=src.dtype))
     if not isinstance(src_len, Tensor):
-        raise TypeError(f"src_len must be a (B,) tensor, got {type(src_len).__name__}")
+        message = _("src_len must be a (B,) tensor, got {type}")
+        raise TypeError(message.format(type=type(src_len).__name__))
     if tuple(src_len.shape) != (src.shape[0],):
-        raise ValueError(
-            f"src_len must have shape (B,) = ({src.shape[0]},), got {tuple(src_len.shape)}"
-        )
+        message = _("src_len must have shape (B,) = ({batch},), got {shape}")
+        raise ValueError(message.format(batch=src.shape[0], shape=tuple(src_len.shape)))
     positive_int("max_len", max_len)
 
 
@@ -86,10 +89,12 @@ def check_suppress(suppress: object, eos: int) -> tuple[int, ...]:
     """``suppress`` (a sequence of target ids decoding never emits) as a sorted tuple of
     ints >= 0; ``eos`` cannot be one of them (nothing could end)."""
     if isinstance(suppress, str | bytes) or not hasattr(suppress, "__iter__"):
-        raise TypeError(f"suppress must be a sequence of token ids, got {type(suppress).__name__}")
+        message = _("suppress must be a sequence of token ids, got {type}")
+        raise TypeError(message.format(type=type(suppress).__name__))
     ids = tuple(sorted({integer("suppress", i, minimum=0) for i in suppress}))
     if eos in ids:
-        raise ValueError(f"suppress must not hold the <eos> id {eos}: no sentence could end")
+        message = _("suppress must not hold the <eos> id {eos}: no sentence could end")
+        raise ValueError(message.format(eos=eos))
     return ids
 
 

@@ -26,6 +26,7 @@ from torch import Tensor, nn
 
 from attnkit._validate import boolean, integer, optional, positive_int, real
 from attnkit.attention.recording import record_attention
+from attnkit.i18n import _
 from attnkit.inference.beam_search import BeamSearch, check_decode_inputs, check_suppress
 from attnkit.inference.eval_mode import evaluating
 
@@ -95,7 +96,8 @@ def greedy_decode(
     eos_id = integer("eos_id", eos_id, minimum=0)
     boolean("return_attention", return_attention)
     if on_step is not None and not callable(on_step):
-        raise TypeError(f"on_step must be callable or None, got {type(on_step).__name__}")
+        message = _("on_step must be callable or None, got {type}")
+        raise TypeError(message.format(type=type(on_step).__name__))
     suppress = check_suppress(suppress, eos_id)
     # Attention modules with fused kernels keep their weights only when recording.
     recording = record_attention(model, on=True) if return_attention else nullcontext()
@@ -128,7 +130,8 @@ def _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_s
         if attn is not None:
             a = decoder.alignment()
             if a is None:
-                raise ValueError(f"{type(decoder).__name__} records no attention to return")
+                message = _("{type} records no attention to return")
+                raise ValueError(message.format(type=type(decoder).__name__))
             attn[alive, t] = a[:, -1].reshape(len(alive), -1).to(attn.dtype)
         done = y[:, 0] == eos_id  # (B',)
         if bool(done.any()):
@@ -196,12 +199,12 @@ def translate(
             ``data.encode_source`` refuses (empty, too long) is its ValueError.
     """
     if isinstance(sentences, str) or not isinstance(sentences, Sequence):
-        raise TypeError(f"sentences must be a list of str, not a single {type(sentences).__name__}")
+        message = _("sentences must be a list of str, not a single {type}")
+        raise TypeError(message.format(type=type(sentences).__name__))
     for i, sentence in enumerate(sentences):
         if not isinstance(sentence, str):
-            raise TypeError(
-                f"sentences must be a list of str, got {type(sentence).__name__} at {i}"
-            )
+            message = _("sentences must be a list of str, got {type} at {i}")
+            raise TypeError(message.format(type=type(sentence).__name__, i=i))
     beam = optional(positive_int, "beam", beam)
     length_penalty = real("length_penalty", length_penalty, at_least=0.0)
     max_len = optional(positive_int, "max_len", max_len)
@@ -209,13 +212,13 @@ def translate(
     if not isinstance(model, nn.Module) or not all(
         hasattr(model, p) for p in ("encoder", "decoder")
     ):
-        raise TypeError(f"model must be an attnkit EncoderDecoder, got {type(model).__name__}")
+        message = _("model must be an attnkit EncoderDecoder, got {type}")
+        raise TypeError(message.format(type=type(model).__name__))
     needs = ("encode_source", "detokenize", "tgt_vocab", *(("max_len",) if max_len is None else ()))
     missing = [n for n in needs if not hasattr(data, n)]
     if missing:
-        raise TypeError(
-            f"data must be a TranslationData, got {type(data).__name__} (no {', '.join(missing)})"
-        )
+        message = _("data must be a TranslationData, got {type} (no {missing})")
+        raise TypeError(message.format(type=type(data).__name__, missing=", ".join(missing)))
     steps = data.max_len + 2 if max_len is None else max_len
     specials = getattr(data, "special_ids", None)
     if specials is not None:

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 
 from torch import nn
 
+from attnkit.i18n import _
+
 __all__ = ["evaluating"]
 
 
@@ -28,7 +30,8 @@ def evaluating(model: nn.Module) -> Iterator[nn.Module]:
         TypeError: ``model`` is not a ``torch.nn.Module``.
     """
     if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        message = _("model must be a torch.nn.Module, got {type}")
+        raise TypeError(message.format(type=type(model).__name__))
     if not any(m.training for m in model.modules()):
         yield model
         return

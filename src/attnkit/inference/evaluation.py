@@ -12,6 +12,7 @@ from __future__ import annotations
 from torch import nn
 
 from attnkit._validate import optional, positive_int, real
+from attnkit.i18n import _
 from attnkit.inference import decoding
 from attnkit.metrics import bleu_stats
 
@@ -61,7 +62,8 @@ def translate_and_score(
         translations and zero statistics.
     """
     if len(sources) != len(refs):
-        raise ValueError(f"{len(sources)} sources but {len(refs)} references")
+        message = _("{sources} sources but {refs} references")
+        raise ValueError(message.format(sources=len(sources), refs=len(refs)))
     optional(positive_int, "max_len", max_len)
     positive_int("batch_size", batch_size)
     optional(positive_int, "beam", beam)

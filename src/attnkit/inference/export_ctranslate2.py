@@ -46,6 +46,7 @@ from typing import Any
 from torch import nn
 
 from attnkit._validate import one_of, optional
+from attnkit.i18n import _
 
 __all__ = ["PEERS_INSTALL", "QUANTIZATIONS", "export_ctranslate2", "transformer_spec"]
 
@@ -61,10 +62,11 @@ def _ctranslate2():
     try:
         import ctranslate2.specs
     except ImportError:
-        raise ModuleNotFoundError(
-            f"exporting to CTranslate2 needs the ctranslate2 package: {PEERS_INSTALL} "
-            "(or pip install ctranslate2)"
-        ) from None
+        message = _(
+            "exporting to CTranslate2 needs the ctranslate2 package: {install} (or "
+            "pip install ctranslate2)"
+        )
+        raise ModuleNotFoundError(message.format(install=PEERS_INSTALL)) from None
     return ctranslate2
 
 
@@ -95,21 +97,31 @@ def transformer_spec(
 
     encoder, decoder = getattr(model, "encoder", None), getattr(model, "decoder", None)
     if not (isinstance(encoder, TransformerEncoder) and isinstance(decoder, TransformerDecoder)):
+        message = _(
+            "CTranslate2 export needs an attnkit Transformer (arch 'transformer'), "
+            "got {type} with {encoder}/{decoder}"
+        )
         raise TypeError(
-            "CTranslate2 export needs an attnkit Transformer (arch 'transformer'), got "
-            f"{type(model).__name__} with {type(encoder).__name__}/{type(decoder).__name__}"
+            message.format(
+                type=type(model).__name__,
+                encoder=type(encoder).__name__,
+                decoder=type(decoder).__name__,
+            )
         )
     _check_supported(model, encoder, decoder)
     for side, tokens, stack in (("source", src_tokens, encoder), ("target", tgt_tokens, decoder)):
         if len(tokens) != stack.vocab_size:
+            message = _(
+                "the {side} vocabulary has {tokens} tokens, the model's embedding {vocab_size}"
+            )
             raise ValueError(
-                f"the {side} vocabulary has {len(tokens)} tokens, the model's embedding "
-                f"{stack.vocab_size}"
+                message.format(side=side, tokens=len(tokens), vocab_size=stack.vocab_size)
             )
         if special_ids is None:
             missing = [t for t in ("<unk>", "<bos>", "<eos>") if t not in tokens]
             if missing:
-                raise ValueError(f"the {side} vocabulary has no {', '.join(missing)}")
+                message = _("the {side} vocabulary has no {missing}")
+                raise ValueError(message.format(side=side, missing=", ".join(missing)))
     if special_ids is None:
         unk, bos, eos = "<unk>", "<bos>", "<eos>"
     else:
@@ -150,19 +162,26 @@ def _check_supported(model: nn.Module, *stacks: nn.Module) -> None:
 
     for stack in stacks:
         if not isinstance(getattr(stack, "pos_encoding", None), PositionalEncoding):
+            message = _(
+                "CTranslate2 export covers the sinusoidal positions added to the "
+                "embeddings; this model's are {type}"
+            )
             raise ValueError(
-                "CTranslate2 export covers the sinusoidal positions added to the embeddings; "
-                f"this model's are {type(getattr(stack, 'pos_encoding', None)).__name__}"
+                message.format(type=type(getattr(stack, "pos_encoding", None)).__name__)
             )
     for name, mha in model.named_modules():
         if not isinstance(mha, MultiHeadAttention):
             continue
         if getattr(mha, "positions", "none") != "none":
-            raise ValueError(f"CTranslate2 export: {name} uses positions={mha.positions!r}")
+            message = _("CTranslate2 export: {name} uses positions={positions!r}")
+            raise ValueError(message.format(name=name, positions=mha.positions))
         if getattr(mha, "num_kv_heads", mha.num_heads) != mha.num_heads:
+            message = _(
+                "CTranslate2 export: {name} has {num_kv_heads} key/value heads for "
+                "{num_heads} query heads (grouped-query attention is not mapped)"
+            )
             raise ValueError(
-                f"CTranslate2 export: {name} has {mha.num_kv_heads} key/value heads for "
-                f"{mha.num_heads} query heads (grouped-query attention is not mapped)"
+                message.format(name=name, num_kv_heads=mha.num_kv_heads, num_heads=mha.num_heads)
             )
 
 
@@ -233,7 +252,8 @@ def _set_ffn(spec, ffn, ln: nn.LayerNorm) -> None:
 def _layer_norm_eps(model: nn.Module) -> float:
     eps = {m.eps for m in model.modules() if isinstance(m, nn.LayerNorm)}
     if len(eps) != 1:
-        raise ValueError(f"CTranslate2 takes one LayerNorm epsilon; the model has {sorted(eps)}")
+        message = _("CTranslate2 takes one LayerNorm epsilon; the model has {eps}")
+        raise ValueError(message.format(eps=sorted(eps)))
     return float(eps.pop())
 
 
@@ -267,28 +287,33 @@ def export_ctranslate2(
     quantization = optional(one_of, "quantization", quantization, QUANTIZATIONS)
     checkpoint, out = Path(checkpoint), Path(out)
     if out.exists() or out.is_symlink():
-        raise FileExistsError(f"{out} already exists: give the export a new folder")
+        message = _("{out} already exists: give the export a new folder")
+        raise FileExistsError(message.format(out=out))
     if not out.parent.is_dir():
-        raise FileNotFoundError(f"cannot create {out}: the folder {out.parent} does not exist")
-    what = f"cannot export {checkpoint} to CTranslate2"
+        message = _("cannot create {out}: the folder {parent} does not exist")
+        raise FileNotFoundError(message.format(out=out, parent=out.parent))
+    what = _("cannot export {checkpoint} to CTranslate2").format(checkpoint=checkpoint)
     hf_folder = is_hf_folder(checkpoint)  # a MarianMT folder: imported as it loads
     try:
         cfg = (
             Translator.load(checkpoint).config if hf_folder else read_checkpoint_config(checkpoint)
         )
     except ValueError as e:
-        raise ValueError(f"{what}: {e}") from None
+        raise ValueError(_("{what}: {error}").format(what=what, error=e)) from None
     if cfg.get("arch") != "transformer":
-        raise ValueError(
-            f"{what}: it is arch {cfg.get('arch')!r}; the export takes Transformer "
-            "translators (arch 'transformer') only"
+        message = _(
+            "{what}: it is arch {arch!r}; the export takes Transformer translators "
+            "(arch 'transformer') only"
         )
+        raise ValueError(message.format(what=what, arch=cfg.get("arch")))
     record = (cfg.get("data") or {}).get("tokenizer")
     if record is None:
-        raise ValueError(
-            f"{what}: it has no subword tokenizer (it was trained on word tokens); "
-            "CTranslate2 takes the SentencePiece pieces: train with --tokenizer sentencepiece"
+        message = _(
+            "{what}: it has no subword tokenizer (it was trained on word tokens); "
+            "CTranslate2 takes the SentencePiece pieces: train with --tokenizer "
+            "sentencepiece"
         )
+        raise ValueError(message.format(what=what))
     _ctranslate2()
     translator = Translator.load(checkpoint)  # checks the weights' and tokenizer's sha256
     data = translator.data
@@ -317,7 +342,8 @@ def export_ctranslate2(
         (tmp / "README.md").write_text(readme, encoding="utf-8")
         os.chmod(tmp, 0o755)
         if out.exists():
-            raise FileExistsError(f"{out} appeared while exporting: give the export a new folder")
+            message = _("{out} appeared while exporting: give the export a new folder")
+            raise FileExistsError(message.format(out=out))
         os.rename(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -41,6 +41,7 @@ from torch import Tensor, nn
 from attnkit._validate import boolean, non_negative_int, one_of
 from attnkit.attention.positional import EXTRAPOLATING
 from attnkit.data.text import Vocab
+from attnkit.i18n import _
 from attnkit.inference.eval_mode import evaluating
 from attnkit.inference.sampling import token_picker
 
@@ -87,7 +88,8 @@ class VocabCodec:
 
     def __init__(self, vocab: Vocab, token: str = "char", unknown: str = "error") -> None:
         if not isinstance(vocab, Vocab):
-            raise TypeError(f"vocab must be a Vocab, got {type(vocab).__name__}")
+            message = _("vocab must be a Vocab, got {type}")
+            raise TypeError(message.format(type=type(vocab).__name__))
         self.vocab = vocab
         self.token = one_of("token", token, ("char", "word"))
         self.unknown = one_of("unknown", unknown, ("error", "unk"))
@@ -95,18 +97,19 @@ class VocabCodec:
     def tokens(self, text: str, name: str = "prompt") -> list[str]:
         """The text's tokens, checked."""
         if not isinstance(text, str):
-            raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+            message = _("{name} must be a str, got {type}")
+            raise TypeError(message.format(name=name, type=type(text).__name__))
         toks = list(text) if self.token == "char" else text.split()
         if not toks:
-            raise ValueError(f"{name} must contain at least one {self.token} token, got {text!r}")
+            message = _("{name} must contain at least one {token} token, got {text!r}")
+            raise ValueError(message.format(name=name, token=self.token, text=text))
         missing = sorted({t for t in toks if t not in self.vocab})
         if missing and self.unknown == "error":
-            raise ValueError(
-                f"{name} {text!r} has tokens outside the vocabulary: {missing}; expected tokens "
-                f"from the {len(self.vocab)}-token vocabulary (e.g. "
-                f"{self.vocab.idx_to_token[1:8]}). Normalize the {name} like the corpus, or "
-                "pass unknown='unk' to map them to <unk>"
-            )
+            message = _("{name} {text!r} has tokens outside the vocabulary: {missing}; expected "
+                        "tokens from the {size}-token vocabulary (e.g. {examples}). Normalize the "
+                        "{name} like the corpus, or pass unknown='unk' to map them to <unk>")  # fmt: skip
+            fields = dict(size=len(self.vocab), examples=self.vocab.idx_to_token[1:8])
+            raise ValueError(message.format(name=name, text=text, missing=missing, **fields))
         return toks
 
     def encode(self, text: str, name: str = "prompt") -> list[int]:
@@ -135,15 +138,18 @@ class _TokenizerCodec:
     def __init__(self, tokenizer: TextCodec) -> None:
         for method in ("encode", "decode"):
             if not callable(getattr(tokenizer, method, None)):
-                raise TypeError(f"tokenizer must have encode(text) and decode(ids), lacks {method}")
+                message = _("tokenizer must have encode(text) and decode(ids), lacks {method}")
+                raise TypeError(message.format(method=method))
         self.tokenizer = tokenizer
 
     def encode(self, text: str, name: str = "prompt") -> list[int]:
         if not isinstance(text, str):
-            raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+            message = _("{name} must be a str, got {type}")
+            raise TypeError(message.format(name=name, type=type(text).__name__))
         ids = [int(i) for i in self.tokenizer.encode(text)]
         if not ids:
-            raise ValueError(f"{name} must contain at least one token, got {text!r}")
+            message = _("{name} must contain at least one token, got {text!r}")
+            raise ValueError(message.format(name=name, text=text))
         return ids
 
     def decode(self, ids: Sequence[int]) -> str:
@@ -289,7 +295,8 @@ def generate_ids(
     pick = token_picker(temperature, top_k, top_p, seed, generator)
     boolean("use_cache", use_cache)
     if stream is not None and not callable(stream):
-        raise TypeError(f"stream must be callable or None, got {type(stream).__name__}")
+        message = _("stream must be callable or None, got {type}")
+        raise TypeError(message.format(type=type(stream).__name__))
     rows = _fit_context(model, rows)
     out: list[list[int]] = [[] for _ in rows]
     if max_new_tokens == 0:
@@ -301,10 +308,9 @@ def generate_ids(
         elif hasattr(model, "begin_state"):
             steps = _rnn_steps(model, rows, max_new_tokens, pick, device)
         else:
-            raise TypeError(
-                f"model must be a DecoderLM (new_cache) or a recurrent LM (begin_state), "
-                f"got {type(model).__name__}"
-            )
+            message = _("model must be a DecoderLM (new_cache) or a recurrent LM (begin_state), "
+                        "got {type}")  # fmt: skip
+            raise TypeError(message.format(type=type(model).__name__))
         for nxt in steps:
             for b, token in enumerate(nxt.tolist()):
                 out[b].append(token)
@@ -350,15 +356,17 @@ def generate(
     single = isinstance(prompts, str)
     texts = [prompts] if single else prompts
     if not isinstance(texts, Sequence) or not texts:
-        raise TypeError(f"prompts must be a str or a non-empty list of str, got {prompts!r}")
+        message = _("prompts must be a str or a non-empty list of str, got {prompts!r}")
+        raise TypeError(message.format(prompts=prompts))
     if (vocab is None) == (tokenizer is None):
-        raise TypeError("generate needs the vocab=... of the model's data, or a tokenizer=...")
+        raise TypeError(_("generate needs the vocab=... of the model's data, or a tokenizer=..."))
     codec = VocabCodec(vocab, token, unknown) if vocab is not None else _TokenizerCodec(tokenizer)
     rows = [
         codec.encode(text, "prompt" if single else f"prompts[{i}]") for i, text in enumerate(texts)
     ]
     if stream is not None and not callable(stream):
-        raise TypeError(f"stream must be callable or None, got {type(stream).__name__}")
+        message = _("stream must be callable or None, got {type}")
+        raise TypeError(message.format(type=type(stream).__name__))
     on_id = None
     if stream is not None:
         done = [list(r) for r in rows]
@@ -400,18 +408,21 @@ def _id_rows(prompts) -> list[list[int]]:
     """One prompt or several, as lists of ints; empty prompts refused."""
     if isinstance(prompts, Tensor):
         if prompts.is_floating_point() or prompts.dim() not in (1, 2):
-            raise TypeError(f"prompts must be integer ids (P,) or (B, P), got {prompts.dtype} "
-                            f"{tuple(prompts.shape)}")  # fmt: skip
+            message = _("prompts must be integer ids (P,) or (B, P), got {dtype} {shape}")
+            raise TypeError(message.format(dtype=prompts.dtype, shape=tuple(prompts.shape)))
         prompts = prompts.tolist()
     if not isinstance(prompts, Sequence) or isinstance(prompts, str) or not prompts:
-        raise TypeError(f"prompts must be token ids or a non-empty list of them, got {prompts!r}")
+        message = _("prompts must be token ids or a non-empty list of them, got {prompts!r}")
+        raise TypeError(message.format(prompts=prompts))
     rows = [prompts] if not isinstance(prompts[0], Sequence) else list(prompts)
     out = []
     for i, row in enumerate(rows):
         if not isinstance(row, Sequence) or isinstance(row, str):
-            raise TypeError(f"prompts[{i}] must be a list of token ids, got {row!r}")
+            message = _("prompts[{i}] must be a list of token ids, got {row!r}")
+            raise TypeError(message.format(i=i, row=row))
         if not row:
-            raise ValueError(f"prompts[{i}] is empty: a prompt needs at least one token")
+            message = _("prompts[{i}] is empty: a prompt needs at least one token")
+            raise ValueError(message.format(i=i))
         out.append([non_negative_int(f"prompts[{i}] token", t) for t in row])
     return out
 
@@ -425,14 +436,11 @@ def _fit_context(model, rows: list[list[int]]) -> list[list[int]]:
     positions = getattr(model, "positions", None)
     longest = max(len(r) for r in rows)
     if positions not in EXTRAPOLATING:
-        raise ValueError(
-            f"a prompt of {longest} tokens is longer than the model's context_length {ctx} "
-            f"(positions={positions!r} has no position past it): shorten the prompt"
-        )
-    warnings.warn(
-        f"a prompt of {longest} tokens is longer than the model's context_length {ctx}: "
-        f"each prompt is cut to its last {ctx} tokens (positions={positions!r})",
-        PromptCutWarning,
-        stacklevel=3,
-    )
+        message = _("a prompt of {longest} tokens is longer than the model's context_length "
+                    "{ctx} (positions={positions!r} has no position past it): shorten the prompt")  # fmt: skip
+        raise ValueError(message.format(longest=longest, ctx=ctx, positions=positions))
+    message = _("a prompt of {longest} tokens is longer than the model's context_length {ctx}: "
+                "each prompt is cut to its last {ctx} tokens (positions={positions!r})")  # fmt: skip
+    message = message.format(longest=longest, ctx=ctx, positions=positions)
+    warnings.warn(message, PromptCutWarning, stacklevel=3)
     return [r[-ctx:] for r in rows]

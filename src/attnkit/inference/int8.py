@@ -26,6 +26,7 @@ import functools
 import torch
 from torch import Tensor, nn
 
+from attnkit.i18n import _
 from attnkit.inference import prepacked
 
 __all__ = ["INT8_MIN_WORK", "Int8Linear", "available", "exact_int8_product", "quantize_int8"]
@@ -80,7 +81,8 @@ class Int8Linear(nn.Module):
     def __init__(self, linear: nn.Linear) -> None:
         super().__init__()
         if not isinstance(linear, nn.Linear):
-            raise TypeError(f"linear must be a torch.nn.Linear, got {type(linear).__name__}")
+            message = _("linear must be a torch.nn.Linear, got {type}")
+            raise TypeError(message.format(type=type(linear).__name__))
         w = linear.weight.detach().to("cpu", torch.float32)  # (D_out, D_in)
         self.in_features, self.out_features = linear.in_features, linear.out_features
         scale = w.abs().amax(dim=1).clamp_min(_TINY) / 127  # (D_out,)
@@ -103,11 +105,11 @@ class Int8Linear(nn.Module):
 
     def forward(self, input: Tensor) -> Tensor:  # (..., D_in) float32 -> (..., D_out) float32
         if input.dtype != torch.float32 or input.device.type != "cpu":
-            raise ValueError(
-                f"Int8Linear takes float32 CPU inputs, got {input.dtype} on {input.device}"
-            )
+            message = _("Int8Linear takes float32 CPU inputs, got {dtype} on {device}")
+            raise ValueError(message.format(dtype=input.dtype, device=input.device))
         if input.shape[-1] != self.in_features:
-            raise ValueError(f"input must be (..., {self.in_features}), got {tuple(input.shape)}")
+            message = _("input must be (..., {in_features}), got {shape}")
+            raise ValueError(message.format(in_features=self.in_features, shape=tuple(input.shape)))
         x = input.reshape(-1, self.in_features)  # (N, D_in)
         if x.shape[0] == 0:
             return input.new_zeros(*input.shape[:-1], self.out_features)
@@ -156,15 +158,19 @@ def quantize_int8(model: nn.Module) -> int:
         RuntimeError: this PyTorch has no oneDNN int8 operators.
     """
     if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        message = _("model must be a torch.nn.Module, got {type}")
+        raise TypeError(message.format(type=type(model).__name__))
     if not available():
         raise RuntimeError(
-            "int8 needs PyTorch's oneDNN int8 operators (torch.ops.onednn.qlinear_pointwise), "
-            "which this build lacks"
+            _(
+                "int8 needs PyTorch's oneDNN int8 operators "
+                "(torch.ops.onednn.qlinear_pointwise), which this build lacks"
+            )
         )
     devices = {p.device.type for p in model.parameters()}
     if devices - {"cpu"}:
-        raise ValueError(f"model must be on the CPU for int8, got parameters on {sorted(devices)}")
+        message = _("model must be on the CPU for int8, got parameters on {devices}")
+        raise ValueError(message.format(devices=sorted(devices)))
     replaced = prepacked.replace_linears(model, Int8Linear)
     model.eval()
     return replaced

@@ -24,6 +24,7 @@ from attnkit._validate import boolean
 from attnkit.checkpoint import CONFIG_NAME, load_checkpoint, load_model_state
 from attnkit.data.lm_subword import LMSubwordTokenizer
 from attnkit.data.text import Vocab
+from attnkit.i18n import _
 from attnkit.inference.prepacked import prepack_linears
 from attnkit.models.registry import build_model, lm_arch, lm_config, lm_model_keys
 
@@ -62,23 +63,26 @@ def load_model(
 
         kind = hf_model_type(hf)
         if kind != "marian":
-            raise ValueError(
-                f"{directory} is a Hugging Face {kind!r} model; translators import MarianMT "
-                "models (model_type 'marian')"
+            message = _(
+                "{directory} is a Hugging Face {kind!r} model; translators import "
+                "MarianMT models (model_type 'marian')"
             )
-        model, _, cfg = load_marian(hf)
+            raise ValueError(message.format(directory=directory, kind=kind))
+        model, _tokenizer, cfg = load_marian(hf)
         cfg["folder"] = str(hf)
         return _for_inference(model.to(device), prepack), cfg
     ck = load_checkpoint(directory, map_location=device, trainer=False)
     cfg = ck.config
     for key in ("arch", "model_config", "data"):
         if key not in cfg:
-            raise ValueError(f"checkpoint {directory} has no {key!r} in {CONFIG_NAME}")
+            message = _("checkpoint {directory} has no {key!r} in {config_name}")
+            raise ValueError(message.format(directory=directory, key=key, config_name=CONFIG_NAME))
     data = cfg["data"]
     try:
         sizes = len(data["src_vocab"]["idx_to_token"]), len(data["tgt_vocab"]["idx_to_token"])
     except (KeyError, TypeError):
-        raise ValueError(f"checkpoint {directory} has no vocabularies in {CONFIG_NAME}") from None
+        message = _("checkpoint {directory} has no vocabularies in {config_name}")
+        raise ValueError(message.format(directory=directory, config_name=CONFIG_NAME)) from None
     model = build_model(cfg["arch"], cfg["model_config"], *sizes)
     load_model_state(model, ck.model_state, directory)
     return _for_inference(model.to(device), prepack), cfg
@@ -100,9 +104,8 @@ def _hf_translator_folder(source: str | os.PathLike) -> Path | None:
     try:
         return resolve_source(text, files=("*.spm", *MARIAN_FILES[2:]))
     except HFSourceError as e:  # a mistyped checkpoint path, most likely: say both
-        raise FileNotFoundError(
-            f"no checkpoint at {text}: no such folder; as a Hugging Face hub name: {e}"
-        ) from None
+        message = _("no checkpoint at {text}: no such folder; as a Hugging Face hub name: {error}")
+        raise FileNotFoundError(message.format(text=text, error=e)) from None
 
 
 def load_lm_checkpoint(
@@ -137,10 +140,11 @@ def load_lm_checkpoint(
     directory = Path(directory)
     cfg_path = directory / CONFIG_NAME
     if not cfg_path.is_file():
-        raise FileNotFoundError(
-            f"{str(cfg_path)!r} not found: --checkpoint must be a folder written by "
-            "`attnkit lm train --out DIR` or `attnkit lm import`, or a GPT-2 folder"
+        message = _(
+            "{path!r} not found: --checkpoint must be a folder written by `attnkit "
+            "lm train --out DIR` or `attnkit lm import`, or a GPT-2 folder"
         )
+        raise FileNotFoundError(message.format(path=str(cfg_path)))
     ck = load_checkpoint(directory, map_location=device, trainer=False, task="lm")
     config = ck.config
     arch = lm_arch(config)
@@ -149,7 +153,10 @@ def load_lm_checkpoint(
     needed = [k for k in keys if k not in _LM_KEYS_ADDED_LATER] + ([] if bpe else ["vocab"])
     missing = [k for k in needed if k not in config]
     if missing:
-        raise ValueError(f"checkpoint {directory} lacks {missing} in {CONFIG_NAME}")
+        message = _("checkpoint {directory} lacks {missing} in {config_name}")
+        raise ValueError(
+            message.format(directory=directory, missing=missing, config_name=CONFIG_NAME)
+        )
     model_config = lm_config(arch, {k: config[k] for k in keys if k in config})
     if bpe:
         vocab = _padded_vocab(load_lm_tokenizer(directory, config).vocab, config["vocab_size"])
@@ -179,10 +186,12 @@ def _hf_lm_folder(source: str | os.PathLike) -> Path | None:
     try:
         return resolve_source(text, files=GPT2_TOKENIZER_FILES)
     except HFSourceError as e:
-        raise FileNotFoundError(
-            f"{text!r} is not a folder: --checkpoint must be a folder written by `attnkit lm "
-            f"train --out DIR` or `attnkit lm import`, a GPT-2 folder, or a hub name ({e})"
-        ) from None
+        message = _(
+            "{text!r} is not a folder: --checkpoint must be a folder written by "
+            "`attnkit lm train --out DIR` or `attnkit lm import`, a GPT-2 folder, "
+            "or a hub name ({error})"
+        )
+        raise FileNotFoundError(message.format(text=text, error=e)) from None
 
 
 def _load_gpt2_folder(folder: Path, device, prepack: bool):
@@ -192,11 +201,12 @@ def _load_gpt2_folder(folder: Path, device, prepack: bool):
 
     kind = hf_model_type(folder)
     if kind != "gpt2":
-        raise ValueError(
-            f"{folder} holds a Hugging Face {kind!r} model; a language model must be GPT-2 "
-            "(model_type 'gpt2')"
+        message = _(
+            "{folder} holds a Hugging Face {kind!r} model; a language model must "
+            "be GPT-2 (model_type 'gpt2')"
         )
-    model, tokenizer, _ = load_gpt2(folder, device=device)
+        raise ValueError(message.format(folder=folder, kind=kind))
+    model, tokenizer, _found = load_gpt2(folder, device=device)
     config = lm_record(model, {**tokenizer.meta(), "folder": str(folder)}, str(folder))
     vocab = _padded_vocab(tokenizer.vocab, model.vocab_size)
     return _for_inference(model, prepack), vocab, config

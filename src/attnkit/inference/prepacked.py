@@ -39,6 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit._validate import positive_int
+from attnkit.i18n import _
 
 __all__ = [
     "MIN_WEIGHTS",
@@ -143,7 +144,8 @@ class PrepackedLinear(nn.Linear):
 
     def __init__(self, linear: nn.Linear) -> None:
         if type(linear) is not nn.Linear:
-            raise TypeError(f"linear must be a torch.nn.Linear, got {type(linear).__name__}")
+            message = _("linear must be a torch.nn.Linear, got {type}")
+            raise TypeError(message.format(type=type(linear).__name__))
         nn.Module.__init__(self)  # not nn.Linear's: it would allocate new parameters
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.weight = linear.weight  # (D_out, D_in): the same Parameter objects
@@ -252,7 +254,8 @@ def prepack_linears(model: nn.Module, min_weights: int = MIN_WEIGHTS) -> int:
     :class:`WeightLayout`. Returns how many layers were replaced or given a layout: 0
     when this PyTorch lacks the operators. In place."""
     if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        message = _("model must be a torch.nn.Module, got {type}")
+        raise TypeError(message.format(type=type(model).__name__))
     min_weights = positive_int("min_weights", min_weights)
     if not available():
         return 0

@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from attnkit._validate import non_negative_int, optional, positive_int, real
+from attnkit.i18n import _
 
 __all__ = ["check_top_p", "next_token_probs", "token_picker"]
 
@@ -89,9 +90,10 @@ def token_picker(
     top_p = check_top_p(top_p)
     seed = optional(non_negative_int, "seed", seed)
     if seed is not None and generator is not None:
-        raise ValueError("give seed or generator, not both")
+        raise ValueError(_("give seed or generator, not both"))
     if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        message = _("generator must be a torch.Generator, got {type}")
+        raise TypeError(message.format(type=type(generator).__name__))
     if seed is not None:
         generator = torch.Generator().manual_seed(seed)
 

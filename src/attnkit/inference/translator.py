@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from attnkit._validate import boolean, one_of, optional, positive_int
+from attnkit.i18n import _
 from attnkit.inference import decoding
 from attnkit.inference.attention_maps import AttentionMaps, attention_maps
 from attnkit.inference.attention_maps import merge_pieces as pieces_to_words
@@ -113,14 +114,13 @@ class Translator:
         if not isinstance(model, nn.Module) or not all(
             hasattr(model, part) for part in ("encoder", "decoder")
         ):
-            raise TypeError(f"model must be an attnkit EncoderDecoder, got {type(model).__name__}")
+            message = _("model must be an attnkit EncoderDecoder, got {type}")
+            raise TypeError(message.format(type=type(model).__name__))
         missing = [n for n in ("encode_source", "detokenize", "source_tokens", "max_len")
                    if not hasattr(data, n)]  # fmt: skip
         if missing:
-            raise TypeError(
-                f"data must be a TranslationData, got {type(data).__name__} "
-                f"(no {', '.join(missing)})"
-            )
+            message = _("data must be a TranslationData, got {type} (no {missing})")
+            raise TypeError(message.format(type=type(data).__name__, missing=", ".join(missing)))
         self.model = model.eval()
         self.data = data
         self.model_config = dict(model_config or {})
@@ -140,7 +140,8 @@ class Translator:
 
         int8 = boolean("int8", int8)
         if int8 and torch.device(device).type != "cpu":
-            raise ValueError(f"int8 runs on the CPU: device must be 'cpu', got {device!r}")
+            message = _("int8 runs on the CPU: device must be 'cpu', got {device!r}")
+            raise ValueError(message.format(device=device))
         model, cfg = load_model(checkpoint_dir, device, prepack=not int8)
         if int8:
             quantize_int8(model)
@@ -187,41 +188,64 @@ class Translator:
         numbers = line_numbers or list(range(1, len(sentences) + 1))
         unknown: dict[str, None] = {}
         for number, sentence in zip(numbers, sentences):
-            at = f"{where} line {number}: " if where else ""
-            subject = field or f"sentence {_short(sentence)!r}"
+            at = _("{where} line {number}: ").format(where=where, number=number) if where else ""
+            subject = field or _("sentence {sentence!r}").format(sentence=_short(sentence))
             try:
                 sentence.encode("utf-8")
             except UnicodeEncodeError as e:  # a lone surrogate: JSON "\ud800" with no pair
+                message = _(
+                    "{at}{subject} is not valid Unicode: character {position} (counting from "
+                    "1) is a lone surrogate (U+{code:04X}), which cannot be encoded as UTF-8; "
+                    "a JSON \\ud800-\\udbff escape must be followed by a \\udc00-\\udfff one"
+                )
+                subject = field or _("the sentence")
+                position, code = e.start + 1, ord(sentence[e.start])
                 raise InputError(
                     field or "text",
-                    f"{at}{field or 'the sentence'} is not valid Unicode: character {e.start + 1} "
-                    f"(counting from 1) is a lone surrogate (U+{ord(sentence[e.start]):04X}), "
-                    "which cannot be encoded as UTF-8; a JSON \\ud800-\\udbff escape must be "
-                    "followed by a \\udc00-\\udfff one",
+                    message.format(at=at, subject=subject, position=position, code=code),
                 ) from None
             if max_chars is not None and len(sentence) > max_chars:
+                message = _("{at}{subject} has {count} characters, more than the limit of {limit}")
                 raise InputError(
                     field or "text",
-                    f"{at}{subject} has {len(sentence)} characters, more than the limit of "
-                    f"{max_chars}",
+                    message.format(at=at, subject=subject, count=len(sentence), limit=max_chars),
                 )
             words = data.source_tokens(sentence)
             if not words:
                 raise InputError(
                     field or "text",
-                    f"{at}{field} is empty: type an English sentence"
+                    _("{at}{field} is empty: type an English sentence").format(at=at, field=field)
                     if field
-                    else f"{at}cannot translate an empty sentence: {sentence!r}",
+                    else _("{at}cannot translate an empty sentence: {sentence!r}").format(
+                        at=at, sentence=sentence
+                    ),
                 )
             if len(words) > limit:
                 if field:  # the explorer counts what the user typed
-                    unit = "words (punctuation included)" if data.tokenizer is None else "pieces"
-                    message = f"has {len(words)} {unit}, more than the limit of {limit}"
-                    raise InputError(field, f"{at}{field} {message} for this model")
+                    unit = (
+                        _("words (punctuation included)") if data.tokenizer is None else _("pieces")
+                    )
+                    message = _(
+                        "{at}{field} has {count} {unit}, more than the limit of {limit} for this model"
+                    )
+                    count = len(words)
+                    raise InputError(
+                        field,
+                        message.format(at=at, field=field, count=count, unit=unit, limit=limit),
+                    )
+                message = _(
+                    "{at}{subject} has {count} {unit} + <eos>, more than max_len={max_len} of "
+                    "this model"
+                )
                 raise InputError(
                     "text",
-                    f"{at}{subject} has {len(words)} {data.unit} + <eos>, more than "
-                    f"max_len={limit + 1} of this model",
+                    message.format(
+                        at=at,
+                        subject=subject,
+                        count=len(words),
+                        unit=_(data.unit),
+                        max_len=limit + 1,
+                    ),
                 )
             if data.tokenizer is None:  # subwords spell every word (bytes at worst)
                 unknown.update((w, None) for w in words if w not in data.src_vocab)
@@ -229,15 +253,19 @@ class Translator:
             hidden = dict.fromkeys(c for w in unknown for c in w if not c.isprintable())
             note = ""
             if hidden:
-                note = (
+                note = _(
                     "; the text contains invisible or control characters, shown above as "
-                    f"\\u escapes: {', '.join(_char_name(c) for c in hidden)}"
-                )
-            hint = "" if field else "; pass --allow-unknown to translate them as <unk>"
+                    "\\u escapes: {chars}"
+                ).format(chars=", ".join(_char_name(c) for c in hidden))
+            hint = "" if field else _("; pass --allow-unknown to translate them as <unk>")
+            message = _(
+                "unknown words (not in the model's {size}-word English vocabulary): "
+                "{words}{note}{hint}"
+            )
+            words = ", ".join(visible(w) for w in unknown)
             raise InputError(
                 field or "text",
-                f"unknown words (not in the model's {len(data.src_vocab)}-word English "
-                f"vocabulary): {', '.join(visible(w) for w in unknown)}{note}{hint}",
+                message.format(size=len(data.src_vocab), words=words, note=note, hint=hint),
             )
         return list(unknown)
 
@@ -255,9 +283,12 @@ class Translator:
             return steps if model_max is None else max(1, min(steps, model_max - 1))
         steps = max_len + 1
         if model_max is not None and steps > model_max - 1:
+            message = _(
+                "--max-len {max_len} is more than this model can produce: its config has "
+                "max_len={model_max} positions, so --max-len can be at most {most}"
+            )
             raise ValueError(
-                f"--max-len {max_len} is more than this model can produce: its config has "
-                f"max_len={model_max} positions, so --max-len can be at most {model_max - 2}"
+                message.format(max_len=max_len, model_max=model_max, most=model_max - 2)
             )
         return steps
 
@@ -323,7 +354,8 @@ class Translator:
             The sentence's :class:`AttentionMaps`.
         """
         if not isinstance(sentence, str):
-            raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
+            message = _("sentence must be a str, got {type}")
+            raise TypeError(message.format(type=type(sentence).__name__))
         boolean("finished", finished)
         boolean("merge_pieces", merge_pieces)
         if ids is None:
@@ -370,7 +402,7 @@ class Translator:
         if limit is not None:
             sources, refs = sources[:limit], refs[:limit]
         if not sources:
-            raise ValueError(f"the {split} split is empty")
+            raise ValueError(_("the {split} split is empty").format(split=split))
         with torch.inference_mode():
             hyps, stats = translate_and_score(
                 self.model, self.data, sources, refs, max_len=self.decode_steps(),
