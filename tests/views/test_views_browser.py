@@ -333,3 +333,52 @@ def test_the_view_mounts_however_a_front_end_runs_its_script(browser, tmp_path):
         shown = torch.tensor(weights_of(view.locator(".k-token")))
         assert ((shown - w[1, 2, 3]).abs() <= step(w)[1, 2, 0]).all()
     assert not errors and not outside, (errors, outside)
+
+
+def test_a_view_drawn_in_chinese_reads_chinese_in_a_zh_cn_browser(browser, tmp_path):
+    """Saved under ``use_language("zh")``, a view's every word on screen is Chinese: the
+    pickers, the notes, the captions, the tooltips (the scripts read the embedded table)."""
+    from tests.views.test_views import translator_maps
+
+    from attnkit import show_attention
+    from attnkit.i18n import use_language
+
+    with use_language("zh"):
+        path = show_attention(translator_maps()).save(tmp_path / "zh.html")
+    outside: list[str] = []
+    page = offline_page(browser, outside, locale="zh-CN")
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_selector(".attnkit-view[data-state=ready]", timeout=20_000)
+    assert page.evaluate("document.documentElement.lang") == "zh-CN"
+    view = page.locator(".attnkit-view")
+    assert view.locator(".attnkit-views button").all_text_contents() == [
+        "头视图",
+        "模型视图",
+        "矩阵视图",
+    ]
+    assert view.locator(".attnkit-panel option").all_text_contents() == [
+        "编码器自注意力", "解码器自注意力", "编码器-解码器注意力"]  # fmt: skip
+    assert view.locator(".attnkit-head option").all_text_contents()[:3] == [
+        "所有头（按颜色区分）", "各头的平均", "第1个头"]  # fmt: skip
+    note = view.locator(".attnkit-note")
+    assert (
+        note.text_content()
+        == "悬停或点击一个查询词元，查看它的那一行；每个头一种颜色；小于0.01的线不画"
+    )
+    view.locator(".q-token[data-index='1']").hover()
+    assert note.text_content().startswith("查询“cat”：它对各键词元的注意力（数字：各头的平均")
+    view.locator("button[data-view=matrix]").click()
+    assert view.locator("figcaption").text_content() == "编码器自注意力 · 第2层，各头的平均"
+    view.locator("svg.heatmap rect.cell[data-row='0'][data-col='1']").hover()
+    tip = page.locator("#attnkit-tooltip")
+    assert re.fullmatch(r"查询“the” → 键“cat”：0\.\d{3}", tip.text_content())
+    view.locator("button[data-view=model]").click()
+    assert view.locator(".model-view > span").all_text_contents()[1:3] == ["第1个头", "第2个头"]
+    shown = view.inner_text()
+    for english in ("head view", "mean of heads", "layer", "hover", "weights embedded", "click"):
+        assert english not in shown, english
+    assert "嵌入的权重每个占8位" in shown
+    assert not errors and not outside, (errors, outside)
+    page.context.close()

@@ -151,8 +151,13 @@ class LanguageMiddleware:
 def _translated_element(match: re.Match) -> str:
     start, _tag, is_html, inner, end = match.groups()
     source = " ".join(inner.split())  # the page's line breaks are not part of the message
+    if not is_html:
+        source = html.unescape(source)
+    text = _(source)
+    if text == source:  # English, or a word not yet translated: as the page has it
+        return match.group(0)
     # markup (data-i18n="html") is the catalog's own, trusted; text is escaped
-    return start + (_(source) if is_html else html.escape(_(html.unescape(source)), False)) + end
+    return start + (text if is_html else html.escape(text, False)) + end
 
 
 def _translated_attribute(match: re.Match) -> str:
@@ -160,7 +165,7 @@ def _translated_attribute(match: re.Match) -> str:
     source = html.unescape(value)
     if source not in _ATTRIBUTE_TEXT:
         return match.group(0)  # an example sentence, a number: as it is
-    return f'{name}="{html.escape(_(source))}"'
+    return f'{name}="{html.escape(_(source), False).replace(chr(34), "&quot;")}"'
 
 
 def render_page(template: str, language: str) -> bytes:

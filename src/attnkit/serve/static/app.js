@@ -5,7 +5,7 @@ const V = window.attnkitViews;  // the shared drawing code: /static/heatmap.js (
 const { el, color, heatmap, showTip, hideTip, visible } = V;
 const $ = (id) => document.getElementById(id);
 // the page's language (the server picked it: ?lang=, else the browser's Accept-Language) and
-// its words: t("English {field}", {field}) from the table the server embedded in the page
+// its words: t(English, {fields}) from the table the server embedded in the page
 const LANG = document.documentElement.dataset.language || "en";
 const t = V.translator(JSON.parse($("attnkit-i18n").textContent || "{}"));
 const headLabel = (h) => (h === "mean" ? t("mean of heads") : t("head {n}", { n: Number(h) + 1 }));

@@ -13,7 +13,7 @@
     return node;
   };
 
-  // the words of a view or a page in its reader's language: t("English {field}", {field: 1})
+  // the words of a view or a page in its reader's language: t(English, {field: value})
   // looks the English up in `table` ({English: translation}, from attnkit's catalog, embedded
   // by the server or the view) and fills its {fields}; what the table lacks stays English
   ns.translator = function translator(table) {
