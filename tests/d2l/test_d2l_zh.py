@@ -111,3 +111,46 @@ def test_no_announcement_when_a_verified_copy_is_there(toy_entry, monkeypatch, c
     with use_language("zh"):
         assert d2l.download("toy") == str(tmp_path / "cache" / "toy.txt")
     assert capsys.readouterr().out == ""
+
+
+def _message(language: str, error: type[Exception], call, *args) -> str:
+    with use_language(language), pytest.raises(error) as caught:
+        call(*args)
+    return str(caught.value)
+
+
+def test_the_book_layers_errors_are_chinese_under_chinese_and_unchanged_in_english():
+    from attnkit.d2l import v1
+
+    X = torch.ones(2, 4, 3)  # num_hiddens 3 does not split into 2 heads
+    assert _message("zh", ValueError, d2l.transpose_qkv, X, 2) == (
+        "transpose_qkv：X.shape[2]（num_hiddens）必须能被num_heads整除，实际为3和num_heads=2"
+    )
+    assert _message("en", ValueError, d2l.transpose_qkv, X, 2) == (
+        "transpose_qkv: X.shape[2] (num_hiddens) must be divisible by num_heads, "
+        "got 3 and num_heads=2"
+    )
+    x, y = torch.ones(3), torch.ones(2)
+    call = v1.nadaraya_watson
+    assert _message("zh", ValueError, call, x, y, x, v1.gaussian) == (
+        "x_train和y_train的长度必须相同，实际为3和2"
+    )
+    assert _message("en", ValueError, call, x, y, x, v1.gaussian) == (
+        "x_train and y_train must have the same length, got 3 and 2"
+    )
+    fit = v1.Trainer(max_epochs=1).fit
+    assert _message("zh", TypeError, fit, "net", None) == "model必须是d2l.Module，实际为str"
+    assert _message("en", TypeError, fit, "net", None) == "model must be a d2l.Module, got str"
+
+
+def test_a_message_built_from_pieces_is_one_sentence_in_each_language():
+    # the empty-list case names its own words; the English reads as it always has
+    assert _message("zh", TypeError, d2l.show_attention, []) == (
+        "attention_weights为列表时，必须每个块一个张量，实际为空列表"
+    )
+    assert _message("en", TypeError, d2l.show_attention, []) == (
+        "attention_weights as a list must hold one tensor per block, got an empty list"
+    )
+    with use_language("pt"), pytest.raises(ValueError) as caught:  # no pt catalog: English
+        d2l.transpose_output(torch.ones(3, 2, 4), 2)
+    assert str(caught.value).startswith("transpose_output: X.shape[0] (batch * num_heads)")
