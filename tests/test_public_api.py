@@ -43,3 +43,13 @@ def test_import_attnkit_stays_light():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
     assert out == ["[]", "True"]
+
+
+def test_the_language_functions_are_public():
+    from attnkit import i18n
+
+    for name in ("set_language", "get_language", "use_language"):
+        assert name in attnkit.__all__
+        assert getattr(attnkit, name) is getattr(i18n, name)
+    with attnkit.use_language("zh"):
+        assert attnkit.get_language() == "zh"

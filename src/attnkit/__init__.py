@@ -1,7 +1,8 @@
 """attnkit: attention mechanisms and Transformers from Dive into Deep Learning.
 
 The public API is re-exported here; the book's names and signatures live in
-``attnkit.d2l`` (``from attnkit import d2l``).
+``attnkit.d2l`` (``from attnkit import d2l``). ``set_language("zh")`` (or a ``with
+use_language("zh"):`` block) makes errors and training lines speak Chinese.
 """
 
 from attnkit.attention import (
@@ -29,6 +30,7 @@ from attnkit.data.lm import LMDataLoader, load_corpus, load_lm_data
 from attnkit.data.synthetic_fr import generate_pairs
 from attnkit.data.text import Vocab, count_corpus, tokenize
 from attnkit.data.translation import TranslationBatch, TranslationData, load_translation_data
+from attnkit.i18n import get_language, set_language, use_language
 from attnkit.inference.attention_maps import AttentionMaps, attention_maps, plot_attention_maps
 from attnkit.inference.beam_search import BeamHypothesis, BeamSearch
 from attnkit.inference.decoding import DecodeResult, greedy_decode, translate
@@ -128,6 +130,7 @@ __all__ = [
     "generate",
     "generate_ids",
     "generate_pairs",
+    "get_language",
     "greedy_decode",
     "key_padded_attention",
     "lengths_to_mask",
@@ -145,10 +148,12 @@ __all__ = [
     "register_arch",
     "scaled_dot_product",
     "sequence_mask",
+    "set_language",
     "show_attention",
     "show_heatmaps",
     "sinusoidal_table",
     "tokenize",
     "train_lm",
     "translate",
+    "use_language",
 ]

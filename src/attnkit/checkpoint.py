@@ -85,10 +85,13 @@ class CheckpointWriteError(OSError):
 def _write_error(directory: Path, e: OSError, previous: bool = True) -> CheckpointWriteError:
     cause = e.strerror or str(e)
     what = f" ({Path(e.filename).name})" if getattr(e, "filename", None) else ""
-    kept = "the previous checkpoint there is kept" if previous else "nothing was written"
-    error = CheckpointWriteError(
-        f"could not save the checkpoint in {directory}: {cause}{what}; {kept} "
+    kept = _("the previous checkpoint there is kept") if previous else _("nothing was written")
+    message = _(
+        "could not save the checkpoint in {directory}: {cause}{what}; {kept} "
         "(free some space, or choose a writable --out)"
+    )
+    error = CheckpointWriteError(
+        message.format(directory=directory, cause=cause, what=what, kept=kept)
     )
     error.errno = e.errno
     return error

@@ -42,11 +42,10 @@ def check_valid_lens(
         message = _("{name} must be a torch.Tensor of integers, got {type}")
         raise TypeError(message.format(name=name, type=type(valid_lens).__name__))
     if valid_lens.dtype == torch.bool or valid_lens.is_floating_point() or valid_lens.is_complex():
-        hint = "; a boolean mask (True = attend) is accepted as valid_lens itself"
-        raise TypeError(
-            f"{name} must have an integer dtype (lengths), got {valid_lens.dtype}"
-            + (hint if valid_lens.dtype == torch.bool and name == "valid_lens" else "")
-        )
+        hint = _("; a boolean mask (True = attend) is accepted as valid_lens itself")
+        message = _("{name} must have an integer dtype (lengths), got {dtype}{hint}")
+        hint = hint if valid_lens.dtype == torch.bool and name == "valid_lens" else ""
+        raise TypeError(message.format(name=name, dtype=valid_lens.dtype, hint=hint))
     if valid_lens.dim() == 1:
         expected: tuple[int, ...] = (batch,)
     elif valid_lens.dim() == 2:
