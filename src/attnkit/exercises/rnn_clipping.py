@@ -41,7 +41,7 @@ def clipping_and_relu(*, small: bool = False, seed: int = 0) -> TopicResult:
     freq = torch.bincount(train, minlength=len(vocab)).double() / len(train)
     unigram = float(torch.exp(-(freq[freq > 0] * freq[freq > 0].log()).sum()))
     results: dict[str, dict] = {}
-    curves = {}
+    curves, labels = {}, {}
     for act in ("tanh", "relu"):
         for lr in lrs:
             for clip in (None, 1.0):
@@ -55,13 +55,16 @@ def clipping_and_relu(*, small: bool = False, seed: int = 0) -> TopicResult:
                     spikes.append(_spikes(run["losses"]))
                     if s == seed:
                         curves[key] = [min(x, 10.0) for x in run["losses"]]
+                        shown = (gettext("{act} lr {lr:g} clipped") if clip
+                                 else gettext("{act} lr {lr:g} not clipped"))  # fmt: skip
+                        labels[key] = shown.format(act=act, lr=lr)
                 results[key] = {
                     "perplexity": ppl, "max_grad_norm": max_norm, "spikes": spikes,
                     "failed": sum(not (p <= unigram) for p in ppl),
                     "median_perplexity": sorted(ppl)[len(ppl) // 2],
                 }  # fmt: skip
-    fig = plot_curves({k: v for k, v in curves.items() if "lr 3" in k}, gettext("SGD step"),
-                      gettext("training loss (capped at 10)"),
+    fig = plot_curves({labels[k]: v for k, v in curves.items() if "lr 3" in k},
+                      gettext("SGD step"), gettext("training loss (capped at 10)"),
                       title=gettext("lr 3, {data}").format(data=data_label(name)))  # fmt: skip
     r = results
     values = {

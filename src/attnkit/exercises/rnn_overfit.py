@@ -36,16 +36,13 @@ def overfit_gap(*, small: bool = False, seed: int = 0) -> TopicResult:
         curves[f"train, {hidden} hidden"], curves[f"held-out, {hidden} hidden"] = tr, te
         summary[hidden] = {"train": tr[-1], "held_out": te[-1], "held_out_min": min(te),
                            "gap": te[-1] - tr[-1], "rise": te[-1] - min(te)}  # fmt: skip
-    shown = {
-        gettext("train, {hidden} hidden").format(hidden=h): curves[f"train, {h} hidden"]
-        for h in (64, 16)
-    }
-    shown |= {
-        gettext("held-out, {hidden} hidden").format(hidden=h): curves[f"held-out, {h} hidden"]
-        for h in (64, 16)
-    }
+    label = {f"train, {h} hidden": gettext("train, {hidden} hidden").format(hidden=h)
+             for h in (64, 16)}  # fmt: skip
+    label |= {f"held-out, {h} hidden": gettext("held-out, {hidden} hidden").format(hidden=h)
+              for h in (64, 16)}  # fmt: skip
     title = gettext("2,000 characters of {data}").format(data=data_label(name))
-    fig = plot_curves(shown, gettext("x{chunk} Adam steps").format(chunk=chunk),
+    fig = plot_curves({label[k]: v for k, v in curves.items()},
+                      gettext("x{chunk} Adam steps").format(chunk=chunk),
                       gettext("perplexity"), logy=True, title=title)  # fmt: skip
     big, small_net = summary[64], summary[16]
     values = {
