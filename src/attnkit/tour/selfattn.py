@@ -289,7 +289,8 @@ def multihead(*, small: bool = False, seed: int = 0) -> TopicResult:
         sentences=len(sentences), entropy=", ".join(f"{e:.2f}" for e in entropy.tolist()),
         tv=tv, favourite=", ".join(f"{o:+d} ({m:.2f})" for o, m in zip(favourite, favourite_mass)),
         shape=tuple(out.shape), add_tv=add_tv,
-        params="; ".join(f"{k}: {v}" for k, v in zip(shown, params.values())),
+        params="; ".join(_("{name}: {count}").format(name=k, count=v)
+                         for k, v in zip(shown, params.values())),
         n_seeds=n_seeds, per_seed="; ".join(per_seed),
     ) + (
         _(": the heads' ranges differ beyond chance (p < 0.01) in {significant}/{n_seeds} seeds "
