@@ -50,3 +50,16 @@ def test_offline_error_lists_every_place(tmp_path, toy):
         f"{tmp_path / 'cache'}: no toy.txt. Pass a local copy instead (--data FILE), "
         f"or place it at {tmp_path / 'cache' / 'toy.txt'}."
     ) in str(info.value)
+
+
+def test_offline_error_in_chinese(tmp_path, toy):
+    from attnkit import use_language
+
+    with use_language("zh"), pytest.raises(hub.DatasetUnavailableError) as info:
+        hub.download("toy", tmp_path / "cache", search=(tmp_path / "missing",))
+    assert str(info.value) == (
+        "无法下载'toy'（来自" + hub.DATA_URL + "toy.txt）（<urlopen error network disabled "
+        f"in tests>）。是否处于离线状态？在这些位置查找过toy.txt（sha1 {toy}）："
+        f"{tmp_path / 'missing'}：没有toy.txt；{tmp_path / 'cache'}：没有toy.txt。"
+        f"请改为传入本地副本（--data FILE），或把它放在{tmp_path / 'cache' / 'toy.txt'}。"
+    )

@@ -111,7 +111,10 @@ def download(
     looked = _(
         "Looked for {filename} (sha1 {sha1}) in: {notes}. "
         "Pass a local copy instead (--data FILE), or place it at {target}."
-    ).format(filename=filename, sha1=sha1, notes="; ".join(notes), target=target)
+    )
+    # i18n: the separator between the places looked at
+    separator = _("; ")
+    looked = looked.format(filename=filename, sha1=sha1, notes=separator.join(notes), target=target)
     return fetch(url, target, sha1, timeout=timeout, what=repr(name), hint=looked)
 
 

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from attnkit._validate import non_negative_int, optional, positive_int, real
-from attnkit.i18n import _
+from attnkit.i18n import N_, _
 
 __all__ = ["check_top_p", "next_token_probs", "token_picker"]
 
@@ -31,7 +31,7 @@ def check_top_p(top_p: float | None) -> float | None:
     """``top_p`` if it is None or a number in (0, 1] (ValueError/TypeError otherwise)."""
     return optional(
         real, "top_p", top_p, above=0.0, at_most=1.0,
-        expected="a number in (0, 1] (the nucleus: the smallest set with mass >= top_p)",
+        expected=N_("a number in (0, 1] (the nucleus: the smallest set with mass >= top_p)"),
     )  # fmt: skip
 
 
@@ -85,7 +85,7 @@ def token_picker(
     """``pick(logits (B, V)) -> next ids (B,)`` on the CPU: the argmax at
     ``temperature=0``, else a draw from ``next_token_probs`` with ``generator`` (or one
     seeded with ``seed``; neither: torch's global RNG). The options are checked here."""
-    temperature = real("temperature", temperature, at_least=0.0, expected=">= 0 (0 = greedy)")
+    temperature = real("temperature", temperature, at_least=0.0, expected=N_(">= 0 (0 = greedy)"))
     top_k = optional(positive_int, "top_k", top_k)
     top_p = check_top_p(top_p)
     seed = optional(non_negative_int, "seed", seed)

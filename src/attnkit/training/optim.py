@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit._validate import one_of, positive_number, real
-from attnkit.i18n import _
+from attnkit.i18n import N_, _
 
 __all__ = [
     "OPTIMIZERS",
@@ -45,7 +45,7 @@ def model_parameters(model) -> list[Tensor]:
 
 def learning_rate(name: str, value: object) -> float:
     """``value`` as a float if it is a learning rate: a finite number > 0 (int or float)."""
-    return real(name, value, above=0.0, expected="a positive number")
+    return real(name, value, above=0.0, expected=N_("a positive number"))
 
 
 def make_optimizer(
