@@ -97,6 +97,16 @@ def test_the_chinese_book_entry_is_chinese_throughout():
         assert claim not in zh_book
 
 
+def test_the_chinese_text_keeps_d2l_zh_terms_and_style():
+    zh_style = pytest.importorskip("tools.zh_style", reason="needs babel (the dev extra)")
+    paths = [REPO / "docs" / "exercises.zh.md",
+             REPO / "src" / "attnkit" / "i18n" / "locale" / "zh" / "LC_MESSAGES" / "exercises.po",
+             *sorted((REPO / "src" / "attnkit" / "exercises" / "text").glob("*.toml"))]  # fmt: skip
+    found = [f"{where}: {p}" for where, text in zh_style.chinese_texts(paths)
+             for p in zh_style.problems(text)]  # fmt: skip
+    assert found == [], "\n".join(found[:40])
+
+
 def _test_sources() -> str:
     here = Path(__file__).parent
     return "\n".join(
