@@ -69,7 +69,8 @@ def run_topics(topic: str, out: Path, *, seed: int = 0, small: bool = False) -> 
         result = run_topic(name, small=small, seed=seed)
         written = result.save(out)
         result.close()
-        print(f"[{name}] ({result.seconds:.1f} s) {result.finding}")
+        print(_("[{name}] ({seconds:.1f} s) {finding}").format(name=name, seconds=result.seconds,
+                                                              finding=result.finding))  # fmt: skip
         for p in written:
             print(f"  {p}")
     if len(names) > 1:
