@@ -146,3 +146,13 @@ def test_the_locale_alone_gives_chinese_help_and_errors_and_c_gives_english():
     assert pt.stdout.startswith("uso: attnkit")
     forced = _cli(["--lang", "en", "--help"], LANG="zh_CN.UTF-8")
     assert forced.stdout.startswith("usage: attnkit")
+
+
+def test_lang_holds_for_one_command_only(capsys):
+    """``main([... "--lang", "zh"])`` in a notebook or a test leaves the caller's language."""
+    i18n.set_language("en")
+    assert main(["exercises", "--list", "--lang", "zh"]) == 0
+    out = capsys.readouterr().out
+    assert "实验" in out and "已断言" in out  # kind and status columns in Chinese
+    assert i18n.get_language() == "en"
+    assert i18n.chosen_language() == "en"

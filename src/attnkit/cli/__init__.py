@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from attnkit.cli.help_format import wide_text
-from attnkit.i18n import LANGUAGE_NAMES, LANGUAGES, _, ngettext, set_language
+from attnkit.i18n import LANGUAGE_NAMES, LANGUAGES, _, chosen_language, ngettext, set_language
 
 __all__ = ["build_parser", "language_argument", "main"]
 
@@ -71,10 +72,20 @@ def language_argument(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command ``argv``; ``--lang`` holds for this call only (a caller in the same
+    process, a notebook or a test, keeps its language afterwards)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    previous = chosen_language()
     chosen = language_argument(argv)
     if chosen:
         set_language(chosen)
+    try:
+        return _run(argv)
+    finally:
+        set_language(previous)
+
+
+def _run(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = argv  # the raw arguments, for verbs that relaunch themselves (--nproc)
@@ -86,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(_("interrupted"), file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`attnkit ... | head`): nothing to say
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (Python flushes it at exit)
+        return 141
     except (ValueError, TypeError, OSError, RuntimeError) as e:  # OSError: files, folders
         if getattr(args, "debug", False):
             raise

@@ -57,8 +57,12 @@ def _main(a) -> int:
     if a.list:
         rows = exercises(a.edition)
         width = max(len(e.label(a.edition)) for e in rows)
+        kind_width = max(_display_width(e.kind_in(a.lang)) for e in rows)
+        status_width = max(_display_width(e.status_in(a.lang)) for e in rows)
         for e in rows:
-            print(f"{e.label(a.edition):<{width}}  {e.kind:<10}  {e.status:<8}  {e.short(a.lang)}")
+            kind, status = e.kind_in(a.lang), e.status_in(a.lang)
+            print(f"{e.label(a.edition):<{width}}  {_pad(kind, max(kind_width, 10))}  "
+                  f"{_pad(status, max(status_width, 8))}  {e.short(a.lang)}")  # fmt: skip
         return 0
     if a.render_book is not None:
         for path in rerender_book(a.render_book):
@@ -93,3 +97,14 @@ def _main(a) -> int:
         print(_("{n} exercises in {seconds:.1f} s").format(n=len(runs),
                                                           seconds=time.perf_counter() - t0))  # fmt: skip
     return 0
+
+
+def _display_width(text: str) -> int:
+    """Terminal columns of ``text``: a Chinese character takes two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * max(0, width - _display_width(text))

@@ -33,6 +33,7 @@ __all__ = [
     "LANGUAGES",
     "N_",
     "_",
+    "chosen_language",
     "get_language",
     "gettext",
     "language_from_accept",
@@ -127,6 +128,11 @@ def use_language(language: str | None) -> Iterator[str]:
         yield get_language()
     finally:
         _request_language.reset(token)
+
+
+def chosen_language() -> str | None:
+    """What :func:`set_language` chose (None: the environment decides)."""
+    return _chosen
 
 
 def get_language() -> str:
