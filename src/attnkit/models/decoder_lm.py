@@ -51,7 +51,7 @@ from attnkit.attention.positional import (
     input_positions,
 )
 from attnkit.attention.recording import record_attention
-from attnkit.i18n import _
+from attnkit.i18n import N_, _
 from attnkit.models.activations import ACTIVATIONS, activation_module, check_activation
 from attnkit.models.seq2seq import check_tokens
 
@@ -76,21 +76,21 @@ class DecoderLMConfig:
     """
 
     vocab_size: int | None = None  # V; set from the data's vocabulary
-    d_model: int = _field(128, "model width D", flag="--d-model")
-    num_heads: int = _field(4, "attention heads H", flag="--heads")
+    d_model: int = _field(128, N_("model width D"), flag="--d-model")
+    num_heads: int = _field(4, N_("attention heads H"), flag="--heads")
     num_kv_heads: int | None = _field(
-        None, "key/value heads (grouped-query attention: 1 = multi-query; default = heads)",
+        None, N_("key/value heads (grouped-query attention: 1 = multi-query; default = heads)"),
         flag="--kv-heads",
     )  # fmt: skip
-    num_layers: int = _field(4, "Transformer blocks", flag="--layers")
-    ffn_hidden: int = _field(512, "feed-forward width F", flag="--ffn-hidden")
-    dropout: float = _field(0.1, "dropout on embeddings, attention weights and residuals")
-    context_length: int = _field(128, "positions the model attends at once", flag="--context")
-    positions: str = _field("rope", "the position scheme", choices=POSITIONS)
-    bias: bool = _field(False, "biases in the linear layers and LayerNorms (GPT-2 has them)")
-    activation: str = _field("gelu", "the feed-forward activation (gelu-tanh: GPT-2's)",
+    num_layers: int = _field(4, N_("Transformer blocks"), flag="--layers")
+    ffn_hidden: int = _field(512, N_("feed-forward width F"), flag="--ffn-hidden")
+    dropout: float = _field(0.1, N_("dropout on embeddings, attention weights and residuals"))
+    context_length: int = _field(128, N_("positions the model attends at once"), flag="--context")
+    positions: str = _field("rope", N_("the position scheme"), choices=POSITIONS)
+    bias: bool = _field(False, N_("biases in the linear layers and LayerNorms (GPT-2 has them)"))
+    activation: str = _field("gelu", N_("the feed-forward activation (gelu-tanh: GPT-2's)"),
                              choices=ACTIVATIONS)  # fmt: skip
-    norm_eps: float = _field(1e-5, "the LayerNorms' epsilon", flag=None)
+    norm_eps: float = _field(1e-5, N_("the LayerNorms' epsilon"), flag=None)
 
     def __post_init__(self) -> None:
         optional(positive_int, "DecoderLMConfig.vocab_size", self.vocab_size)

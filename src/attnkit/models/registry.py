@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from attnkit._validate import boolean, one_of, positive_int, probability
-from attnkit.i18n import _
+from attnkit.i18n import N_, _
 from attnkit.models.decoder_lm import DecoderLMConfig
 from attnkit.models.rnn import RNNLM, build_lm
 from attnkit.models.seq2seq import (
@@ -214,12 +214,12 @@ class LMConfig:
     checkpoint's config; loading rebuilds the model with ``LMConfig.from_dict(config)``.
     """
 
-    cell: str = _doc("gru", "the recurrent cell", choices=LM_CELLS)
-    num_hiddens: int = _doc(256, "hidden width", flag="--hiddens")
-    num_layers: int = _doc(1, "stacked layers (RNN) or blocks (Transformer)", flag="--layers")
-    bidirectional: bool = _doc(False, "bidirectional layers")
-    scratch: bool = _doc(False, "cells written from the equations (default: torch.nn's)")
-    reset_after: bool = _doc(False, "the scratch GRU in nn.GRU's form (see docs)")
+    cell: str = _doc("gru", N_("the recurrent cell"), choices=LM_CELLS)
+    num_hiddens: int = _doc(256, N_("hidden width"), flag="--hiddens")
+    num_layers: int = _doc(1, N_("stacked layers (RNN) or blocks (Transformer)"), flag="--layers")
+    bidirectional: bool = _doc(False, N_("bidirectional layers"))
+    scratch: bool = _doc(False, N_("cells written from the equations (default: torch.nn's)"))
+    reset_after: bool = _doc(False, N_("the scratch GRU in nn.GRU's form (see docs)"))
 
     def __post_init__(self) -> None:
         one_of("LMConfig.cell", self.cell, LM_CELLS)

@@ -19,7 +19,7 @@ from attnkit._validate import (
     positive_number,
     probability,
 )
-from attnkit.i18n import _
+from attnkit.i18n import N_, _
 from attnkit.training.optim import OPTIMIZERS, SCHEDULES, learning_rate
 
 __all__ = ["PRECISIONS", "EngineConfig", "check_run_guards", "minutes", "setting"]
@@ -48,46 +48,50 @@ class EngineConfig:
     from the fields and that text (``attnkit.cli.config_flags``).
     """
 
-    epochs: int = setting(10, "total epochs (with --resume: including those done)")
-    lr: float = setting(0.005, "learning rate (the peak with a warm-up schedule)")
-    clip: float | None = setting(1.0, "max global gradient norm (None: no clipping)")
+    epochs: int = setting(10, N_("total epochs (with --resume: including those done)"))
+    lr: float = setting(0.005, N_("learning rate (the peak with a warm-up schedule)"))
+    clip: float | None = setting(1.0, N_("max global gradient norm (None: no clipping)"))
     # ignored when an optimizer object is given
-    optimizer: str = setting("adam", "adam or sgd")
-    beta1: float = setting(0.9, "Adam beta1")
-    beta2: float = setting(0.98, "Adam beta2 (0.98: Vaswani et al.; the book: 0.999)")
-    weight_decay: float = setting(0.0, "weight decay of the optimizer")
+    optimizer: str = setting("adam", N_("adam or sgd"))
+    beta1: float = setting(0.9, N_("Adam beta1"))
+    beta2: float = setting(0.98, N_("Adam beta2 (0.98: Vaswani et al.; the book: 0.999)"))
+    weight_decay: float = setting(0.0, N_("weight decay of the optimizer"))
     schedule: str = setting(
         "constant",
-        "constant, inverse_sqrt (Vaswani et al.: warm-up to lr, then 1/sqrt(step)), or "
-        "linear_to_budget (warm-up, then linear decay to 0 when --time-budget runs out)",
+        N_(
+            "constant, inverse_sqrt (Vaswani et al.: warm-up to lr, then 1/sqrt(step)), or "
+            "linear_to_budget (warm-up, then linear decay to 0 when --time-budget runs out)"
+        ),
     )
-    warmup_steps: int = setting(0, "warm-up steps of inverse_sqrt/linear_to_budget")
+    warmup_steps: int = setting(0, N_("warm-up steps of inverse_sqrt/linear_to_budget"))
     seed: int | None = setting(
-        0, "seed of the model init, batches and data split (None: leave torch's RNG as it is)"
+        0, N_("seed of the model init, batches and data split (None: leave torch's RNG as it is)")
     )
-    out_dir: str | None = setting(None, "checkpoint directory (None: no checkpoints)", flag=None)
-    eval_every: int = setting(1, "validate + checkpoint every N epochs (and after the last)")
-    log_every: int = setting(1, "print every N-th epoch's line (and the last); 0: none")
+    out_dir: str | None = setting(
+        None, N_("checkpoint directory (None: no checkpoints)"), flag=None
+    )
+    eval_every: int = setting(1, N_("validate + checkpoint every N epochs (and after the last)"))
+    log_every: int = setting(1, N_("print every N-th epoch's line (and the last); 0: none"))
     # ignored under DDP and when an optimizer object is given (it holds the parameters)
     flat_params: bool = setting(
-        False, "one flat parameter tensor for the optimizer, clipping and zeroing"
+        False, N_("one flat parameter tensor for the optimizer, clipping and zeroing")
     )
-    device: str = setting("cpu", "cpu, cuda, cuda:0 ...")
-    progress: bool = setting(True, "progress bar (rank 0, terminals only)", flag=None)
+    device: str = setting("cpu", N_("cpu, cuda, cuda:0 ..."))
+    progress: bool = setting(True, N_("progress bar (rank 0, terminals only)"), flag=None)
     # one optimizer step per N batches, on the global token mean of the N (an epoch's
     # leftover batches make a shorter last group); ``step`` counts optimizer steps, and a
     # stop (signal, time budget) waits for the end of a group
     accum_steps: int = setting(
-        1, "batches per optimizer step (gradient accumulation)", flag="--accum"
+        1, N_("batches per optimizer step (gradient accumulation)"), flag="--accum"
     )
     # the parameters, gradients and optimizer stay fp32, evaluation is untouched
-    precision: str = setting("fp32", "fp32 or bf16 (autocast of each step's forward and loss)")
+    precision: str = setting("fp32", N_("fp32 or bf16 (autocast of each step's forward and loss)"))
     # stop after the optimizer step that uses up this many seconds of fit()'s wall time:
     # checkpoint (mid-epoch if need be, resumable exactly), one evaluated history row,
     # a log line, and fit() returns normally (engine.stopped_by_budget)
     time_budget_s: float | None = setting(
         None,
-        "stop cleanly after SECONDS of training: save, evaluate, report (resumable)",
+        N_("stop cleanly after SECONDS of training: save, evaluate, report (resumable)"),
         flag="--time-budget",
         metavar="SECONDS",
     )
@@ -95,36 +99,38 @@ class EngineConfig:
     # out_dir/snapshots/step-<step>.pt with an index.json; the time counts over resumed
     # runs too
     snapshot_every_steps: int = setting(
-        0, "also save the weights every N steps in OUT/snapshots (for averaging); 0: off"
+        0, N_("also save the weights every N steps in OUT/snapshots (for averaging); 0: off")
     )
     snapshot_every_s: float = setting(
         0,
-        "also save the weights every M minutes of training in OUT/snapshots; 0: off",
+        N_("also save the weights every M minutes of training in OUT/snapshots; 0: off"),
         flag="--snapshot-every-minutes",
         parse=minutes,
         metavar="M",
     )
-    keep_snapshots: int = setting(0, "keep only the newest N snapshots (0: all)")
+    keep_snapshots: int = setting(0, N_("keep only the newest N snapshots (0: all)"))
     # resumable checkpoints during an epoch (the Ctrl-C state), into out_dir: a crash
     # loses at most this much (attnkit.training.engine_stops; docs/checkpoints.md)
     save_every_minutes: float = setting(
-        10.0, "also save a resumable checkpoint every M minutes during an epoch; 0: off",
+        10.0, N_("also save a resumable checkpoint every M minutes during an epoch; 0: off"),
         metavar="M",
     )  # fmt: skip
     save_every_steps: int = setting(
-        0, "also save a resumable checkpoint every N optimizer steps; 0: off", metavar="N"
+        0, N_("also save a resumable checkpoint every N optimizer steps; 0: off"), metavar="N"
     )
     # the loss guard (attnkit.training.guard): a non-finite step is skipped, N in a row or
     # an explosion stop the run before anything more is saved
     max_nonfinite_steps: int = setting(
         5,
-        "skip a step whose loss or gradient norm is NaN/inf; stop after N in a row; 0: off",
+        N_("skip a step whose loss or gradient norm is NaN/inf; stop after N in a row; 0: off"),
         metavar="N",
     )
     divergence_factor: float = setting(
         10.0,
-        "stop when the (smoothed) training or the validation loss exceeds FACTOR times its "
-        "best so far and its first value; 0: off",
+        N_(
+            "stop when the (smoothed) training or the validation loss exceeds FACTOR times its "
+            "best so far and its first value; 0: off"
+        ),
         metavar="FACTOR",
     )
 

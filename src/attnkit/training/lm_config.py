@@ -20,7 +20,7 @@ from attnkit._validate import (
     positive_int,
     positive_number,
 )
-from attnkit.i18n import _
+from attnkit.i18n import N_, _
 from attnkit.training.config import PRECISIONS, EngineConfig, check_run_guards, setting
 from attnkit.training.optim import SCHEDULES
 
@@ -45,23 +45,27 @@ class LMTrainConfig:
     marked ``resume="fixed"`` cannot change when a run is resumed.
     """
 
-    epochs: int = setting(500, "total epochs (with --resume: including those done)")
-    lr: float | None = setting(None, "learning rate (default: 1 for sgd, 0.01 for adam)")
-    optimizer: str = setting("sgd", "the optimizer", choices=LM_OPTIMIZERS, resume="fixed")
-    clip: float = setting(1.0, "gradient-norm bound (0: no clipping)")
-    seed: int = setting(0, "seed of the model init, the batches and the samples", resume="fixed")
+    epochs: int = setting(500, N_("total epochs (with --resume: including those done)"))
+    lr: float | None = setting(None, N_("learning rate (default: 1 for sgd, 0.01 for adam)"))
+    optimizer: str = setting("sgd", N_("the optimizer"), choices=LM_OPTIMIZERS, resume="fixed")
+    clip: float = setting(1.0, N_("gradient-norm bound (0: no clipping)"))
+    seed: int = setting(
+        0, N_("seed of the model init, the batches and the samples"), resume="fixed"
+    )
     schedule: str = setting(
         "constant",
-        "constant, inverse_sqrt (warm-up to lr, then 1/sqrt(step)), or linear_to_budget "
-        "(warm-up, then linear decay to 0 when --time-budget runs out)",
+        N_(
+            "constant, inverse_sqrt (warm-up to lr, then 1/sqrt(step)), or linear_to_budget "
+            "(warm-up, then linear decay to 0 when --time-budget runs out)"
+        ),
         choices=SCHEDULES,
     )
-    warmup_steps: int = setting(0, "warm-up steps of inverse_sqrt/linear_to_budget")
+    warmup_steps: int = setting(0, N_("warm-up steps of inverse_sqrt/linear_to_budget"))
     precision: str = setting(
-        "fp32", "fp32 or bf16 (autocast of each step's forward and loss)", choices=PRECISIONS
+        "fp32", N_("fp32 or bf16 (autocast of each step's forward and loss)"), choices=PRECISIONS
     )
     time_budget_s: float | None = setting(
-        None, "stop cleanly after SECONDS of training: save, evaluate, report (resumable)",
+        None, N_("stop cleanly after SECONDS of training: save, evaluate, report (resumable)"),
         flag="--time-budget", metavar="SECONDS",
     )  # fmt: skip
     # the engine's: periodic checkpoints and the loss guard (EngineConfig's documentation)

@@ -32,7 +32,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, RandomSampler, TensorDataset, default_collate
 
 from attnkit._validate import non_negative_int, one_of, optional, positive_int, probability
-from attnkit.i18n import _
+from attnkit.i18n import N_, _
 from attnkit.inference.evaluation import split_texts, translate_and_score
 from attnkit.metrics import bleu_from_stats
 from attnkit.models.seq2seq import EncoderDecoder
@@ -67,15 +67,17 @@ class TrainConfig(EngineConfig):
 
     batch_tokens: int = setting(
         1024,
-        "the GLOBAL batch: padded source + target tokens per batch, all processes together "
-        "(with --nproc/torchrun each process takes its share)",
+        N_(
+            "the GLOBAL batch: padded source + target tokens per batch, all processes together "
+            "(with --nproc/torchrun each process takes its share)"
+        ),
     )
-    label_smoothing: float = setting(0.0, "label smoothing of the cross-entropy, in [0, 1)")
+    label_smoothing: float = setting(0.0, N_("label smoothing of the cross-entropy, in [0, 1)"))
     bleu_sentences: int | None = setting(
-        200, "val sentences decoded for BLEU, spread over the split (None: all)"
+        200, N_("val sentences decoded for BLEU, spread over the split (None: all)")
     )
     max_decode_len: int | None = setting(
-        None, "greedy decoding steps of the validation BLEU (None: the data's max_len + 2)"
+        None, N_("greedy decoding steps of the validation BLEU (None: the data's max_len + 2)")
     )
 
     def __post_init__(self) -> None:
