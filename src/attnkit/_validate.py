@@ -46,11 +46,10 @@ def integer(
     name: str, value: object, *, minimum: int | None = None, maximum: int | None = None
 ) -> int:
     """``value`` as an int in ``[minimum, maximum]`` (either bound may be None)."""
-    expected = _int_range(minimum, maximum)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise _wrong_type(name, expected, value)
+        raise _wrong_type(name, _int_range(minimum, maximum), value)
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise _wrong_value(name, expected, value)
+        raise _wrong_value(name, _int_range(minimum, maximum), value)
     return int(value)
 
 
@@ -67,6 +66,7 @@ def _wrong_value(name: str, expected: str, value: object) -> ValueError:
 
 
 def _int_range(minimum: int | None, maximum: int | None) -> str:
+    """The requirement in words, in the language in force (built only for an error)."""
     if minimum == 1 and maximum is None:
         return _("a positive int")
     if minimum == 0 and maximum is None:
@@ -93,11 +93,10 @@ def non_negative_int(name: str, value: object) -> int:
 def index(name: str, value: object, size: int) -> int:
     """``value`` as an int in ``[0, size)``: a position among ``size`` (a rank among
     ``world_size`` processes)."""
-    expected = _("an int in [0, {size})").format(size=size)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise _wrong_type(name, expected, value)
+        raise _wrong_type(name, _("an int in [0, {size})").format(size=size), value)
     if not 0 <= value < size:
-        raise _wrong_value(name, expected, value)
+        raise _wrong_value(name, _("an int in [0, {size})").format(size=size), value)
     return int(value)
 
 
@@ -115,21 +114,9 @@ def real(
     ``at_least``/``at_most`` the given bounds. ``expected`` words the requirement in
     messages (default: built from the bounds; a caller's English marked with ``N_`` is
     shown in the language in force)."""
-    if expected is None:
-        parts = [f"> {above:g}" if above is not None else None]
-        parts += [f">= {at_least:g}" if at_least is not None else None]
-        parts += [f"< {below:g}" if below is not None else None]
-        parts += [f"<= {at_most:g}" if at_most is not None else None]
-        bounds = ""
-        for part in filter(None, parts):
-            bounds = _("{first} and {second}").format(first=bounds, second=part) if bounds else part
-        expected = (
-            _("a finite number {bounds}").format(bounds=bounds) if bounds else _("a finite number")
-        )
-    else:
-        expected = _(expected)
+    bounds = (above, at_least, below, at_most)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise _wrong_type(name, expected, value)
+        raise _wrong_type(name, _real_range(expected, *bounds), value)
     x = float(value)
     if (
         not math.isfinite(x)
@@ -138,8 +125,22 @@ def real(
         or (below is not None and not x < below)
         or (at_most is not None and not x <= at_most)
     ):
-        raise _wrong_value(name, expected, value)
+        raise _wrong_value(name, _real_range(expected, *bounds), value)
     return x
+
+
+def _real_range(expected: str | None, above, at_least, below, at_most) -> str:
+    """``real``'s requirement in words, in the language in force (built only for an error)."""
+    if expected is not None:
+        return _(expected)
+    parts = [f"> {above:g}" if above is not None else None]
+    parts += [f">= {at_least:g}" if at_least is not None else None]
+    parts += [f"< {below:g}" if below is not None else None]
+    parts += [f"<= {at_most:g}" if at_most is not None else None]
+    bounds = ""
+    for part in filter(None, parts):
+        bounds = _("{first} and {second}").format(first=bounds, second=part) if bounds else part
+    return _("a finite number {bounds}").format(bounds=bounds) if bounds else _("a finite number")
 
 
 def positive_number(name: str, value: object) -> float:
