@@ -71,13 +71,15 @@ GPT2_DEFAULTS: dict[str, Any] = {
 
 # config key -> (the value that maps, why another does not)
 GPT2_REFUSED: dict[str, tuple[Any, str]] = {
-    "scale_attn_weights": (True, N_("unscaled attention scores (attnkit scales by 1/sqrt(head width))")),
-    "scale_attn_by_inverse_layer_idx": (
-        False, N_("scores also divided by the layer index + 1 (attnkit's attention has no such scale)")),
-    "reorder_and_upcast_attn": (
-        False, N_("attention reordered and upcast to float32 under autocast (attnkit does not)")),
+    "scale_attn_weights": (
+        True, N_("unscaled attention scores (attnkit scales by 1/sqrt(head width))")),
+    "scale_attn_by_inverse_layer_idx": (False, N_(
+        "scores also divided by the layer index + 1 (attnkit's attention has no such scale)")),
+    "reorder_and_upcast_attn": (False, N_(
+        "attention reordered and upcast to float32 under autocast (attnkit does not)")),
     "add_cross_attention": (False, N_("cross-attention blocks (attnkit's LM is decoder-only)")),
-    "tie_word_embeddings": (True, N_("an output layer of its own (attnkit ties it to the embedding)")),
+    "tie_word_embeddings": (
+        True, N_("an output layer of its own (attnkit ties it to the embedding)")),
 }  # fmt: skip
 
 _SKIPPED = (".attn.bias", ".attn.masked_bias")  # causal-mask buffers of old files

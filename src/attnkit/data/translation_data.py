@@ -186,10 +186,9 @@ class TranslationData:
                 message = _(
                     "sentence {sentence!r} has {count} {unit} + <eos>, more than max_len={max_len}"
                 )
+                count, unit = len(tokens), _(self.unit)
                 raise ValueError(
-                    message.format(
-                        sentence=sentence, count=len(tokens), unit=_(self.unit), max_len=self.max_len
-                    )
+                    message.format(sentence=sentence, count=count, unit=unit, max_len=self.max_len)
                 )
             ids.append(self.src_vocab[tokens] + [eos])
         return pad_ids(ids, self.special_ids["src_pad"])

@@ -226,7 +226,8 @@ class Translator:
                         _("words (punctuation included)") if data.tokenizer is None else _("pieces")
                     )
                     message = _(
-                        "{at}{field} has {count} {unit}, more than the limit of {limit} for this model"
+                        "{at}{field} has {count} {unit}, more than the limit of {limit} for "
+                        "this model"
                     )
                     count = len(words)
                     raise InputError(

@@ -251,8 +251,9 @@ class Engine(GradientSteps, EngineState, RunStops):
         if self.config.progress and self.is_main and _show_bars():
             from tqdm import tqdm
 
+            desc = _("epoch {epoch}/{epochs}").format(epoch=epoch + 1, epochs=self.config.epochs)
             bar = tqdm(
-                total=total, initial=skip, desc=_("epoch {epoch}/{epochs}").format(epoch=epoch + 1, epochs=self.config.epochs),
+                total=total, initial=skip, desc=desc,
                 unit="batch", leave=False, dynamic_ncols=True,
             )  # fmt: skip
         self._bar = bar

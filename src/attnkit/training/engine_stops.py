@@ -128,13 +128,11 @@ class RunStops:
         else:
             saved = _("no out_dir, not saved")
         line = _(
-            "time budget of {budget:g} s used up after {elapsed:.0f} s: {where}, step {step}; {saved}"
+            "time budget of {budget:g} s used up after {elapsed:.0f} s: {where}, step {step}; "
+            "{saved}"
         )
-        self.log(
-            line.format(
-                budget=cfg.time_budget_s, elapsed=elapsed, where=where, step=self.step, saved=saved
-            )
-        )
+        fields = dict(budget=cfg.time_budget_s, elapsed=elapsed, where=where, step=self.step)
+        self.log(line.format(**fields, saved=saved))
         return self.history
 
     def _snapshot(self) -> None:
