@@ -26,7 +26,7 @@ from babel.messages.extract import extract_from_file
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, write_po
 
-from attnkit.i18n.catalog import AREAS, COVERAGE, LOCALE_DIR
+from attnkit.i18n.catalog import AREAS, COVERAGE, LOCALE_DIR, PARTIAL
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attnkit"
 KEYWORDS = {"_": None, "gettext": None, "N_": None, "ngettext": (1, 2)}
@@ -53,6 +53,34 @@ def extract(area: str) -> Catalog:
             "python", str(path), keywords=keywords, comment_tags=("i18n:",), strip_comment_tags=True
         ):
             template.add(message, None, [(where, lineno)], auto_comments=comments, context=context)
+    return template
+
+
+def shown_by(surface: str) -> set[str]:
+    """The messages a surface looks up: ``cli-help``, the command line's help (every parser
+    built, in English, while the lookups are recorded)."""
+    from attnkit.i18n import recording, use_language
+
+    if surface != "cli-help":
+        raise ValueError(f"unknown surface {surface!r}")
+    from attnkit.cli import build_parser
+
+    with use_language("en"), recording() as seen:
+        build_parser()
+    return set(seen)
+
+
+def required(language: str, area: str) -> Catalog:
+    """The template of what ``language`` must translate in ``area``: all of it, or for a
+    partial coverage (``PARTIAL``) what the surface named there shows."""
+    template = extract(area)
+    surface = PARTIAL.get((language, area))
+    if surface is None:
+        return template
+    wanted = shown_by(surface)
+    for message in list(template):
+        if message.id and message.id not in wanted:
+            template.delete(message.id, context=message.context)
     return template
 
 
@@ -83,7 +111,7 @@ def compiled(catalog: Catalog) -> bytes:
 
 
 def update(language: str, area: str) -> Catalog:
-    template = extract(area)
+    template = required(language, area)
     catalog = read(language, area) or Catalog(
         locale=language, project="attnkit", creation_date=STAMP, revision_date=STAMP
     )
@@ -118,7 +146,7 @@ def problems(language: str, area: str) -> dict[str, list[str]]:
     placeholders than their source, and a ``.mo`` that is not the ``.po`` compiled."""
     found: dict[str, list[str]] = {"missing": [], "fuzzy": [], "obsolete": [], "placeholders": [], "stale_mo": []}  # fmt: skip
     catalog = read(language, area)
-    template = extract(area)
+    template = required(language, area)
     if catalog is None:
         found["missing"] = [str(m.id) for m in template if m.id]
         return found

@@ -71,7 +71,9 @@ def _in_flags(error: Exception) -> Exception:
     """``error`` with its leading argument name as the flag that set it."""
     message = str(error)
     for name, flag in _FLAGS.items():
-        if message.startswith(name + " "):
+        # "temperature must be ..." (English), "temperature必须是..." (Chinese)
+        after = message[len(name) : len(name) + 1]
+        if message.startswith(name) and not (after.isascii() and (after.isalnum() or after == "_")):
             return type(error)(flag + message[len(name) :])
     return error
 

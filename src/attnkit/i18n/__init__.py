@@ -53,6 +53,7 @@ _ENV_ORDER = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 
 _request_language: ContextVar[str | None] = ContextVar("attnkit_language", default=None)
 _chosen: str | None = None
+_looked_up: set[str] | None = None  # while recording (see ``recording``)
 
 
 def normalize_language(value: object) -> str | None:
@@ -143,6 +144,8 @@ def get_language() -> str:
 def gettext(message: str) -> str:
     """``message`` (the English source) in the language in force; English when there is
     no translation."""
+    if _looked_up is not None:
+        _looked_up.add(message)
     language = get_language()
     if language == "en":
         return message
@@ -159,6 +162,18 @@ def ngettext(singular: str, plural: str, n: int) -> str:
     from attnkit.i18n.catalog import translations
 
     return translations(language).ngettext(singular, plural, n)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[set[str]]:
+    """Collect every message looked up inside the ``with`` block (the catalog's checks use
+    it to know which messages a surface shows, e.g. the command line's help)."""
+    global _looked_up
+    previous, _looked_up = _looked_up, set()
+    try:
+        yield _looked_up
+    finally:
+        _looked_up = previous
 
 
 def N_(message: str) -> str:  # noqa: N802 (gettext's name for the marker)

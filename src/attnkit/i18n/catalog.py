@@ -13,7 +13,7 @@ import gettext as _gettext
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["AREAS", "LOCALE_DIR", "messages", "translations"]
+__all__ = ["AREAS", "COVERAGE", "LOCALE_DIR", "PARTIAL", "messages", "translations"]
 
 LOCALE_DIR = Path(__file__).with_name("locale")
 
@@ -35,12 +35,14 @@ AREAS: dict[str, tuple[str, ...]] = {
     "argparse": (),
 }  # fmt: skip
 
-# the areas each language covers in full (tests/i18n): Portuguese proves the mechanism
-# is not two-language and covers the command line's help and the tour
+# the areas each language covers (tests/i18n): Portuguese proves the mechanism is not
+# two-language and covers the command line and the tour, and of the other areas what the
+# command line's help shows (PARTIAL: the config fields' documentation, the models' names)
 COVERAGE: dict[str, tuple[str, ...]] = {
     "zh": tuple(AREAS),
-    "pt": ("cli", "tour", "argparse"),
+    "pt": ("cli", "tour", "argparse", "core"),
 }
+PARTIAL: dict[tuple[str, str], str] = {("pt", "core"): "cli-help"}
 
 
 @functools.cache

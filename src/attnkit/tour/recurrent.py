@@ -37,7 +37,7 @@ def randomized_grad(
     before). ``keep`` (T,) bools with ``pi``: the book's randomized truncation, step t
     passes its state's gradient on scaled by ξ_t / π (ξ_t = keep[t]), unbiased in mean.
     """
-    real("pi", pi, above=0.0, at_most=1.0, expected="a probability in (0, 1]")
+    real("pi", pi, above=0.0, at_most=1.0, expected=N_("a probability in (0, 1]"))
     check_tensor("W", W, 2)
     check_tensor("X", X, 2)
     if W.shape[0] != W.shape[1] or X.shape[1] != W.shape[0]:
