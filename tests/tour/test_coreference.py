@@ -1,0 +1,109 @@
+"""The ``coreference`` tour topic at the small size (seed 0): its three claims asserted on the
+measured values, and each claim's check shown to fail on a mutated measurement (swapped
+targets, an untrained model, the median head in place of the head found)."""
+
+from __future__ import annotations
+
+import copy
+import functools
+
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from attnkit.data.coreference import SEED_SENTENCES
+from attnkit.inference import contrast_heads
+from attnkit.inference.contrast import ContrastRow, check_rows, evaluate_contrast
+from attnkit.inference.translator import Translator
+from attnkit.models.registry import build_model
+from attnkit.tour import coreference as topic
+
+
+@functools.cache
+def result():
+    return topic.coreference(small=True, seed=0)
+
+
+def test_contrastive_accuracy_is_above_every_baseline_with_its_interval_above_half():
+    v = result().values
+    c = v["contrast_accuracy"]
+    assert c["n"] == v["test_rows"] == 224 and c["ties"] == 0
+    assert c["low"] > 0.5 and c["low"] > max(c["baselines"].values())
+    assert c["baselines"] == {"masculine": 0.5, "first": 0.5, "nearest": 0.5}  # balanced
+    assert c["groups"]["combination"]["value"] > 0.95  # unseen noun pair x predicate
+    assert c["mean_margin"] > 1.0
+    assert v["claims"]["contrast_accuracy"]
+
+
+def test_a_head_chosen_on_training_sentences_attends_to_the_antecedent_on_held_out_ones():
+    h = result().values["head_accuracy"]
+    assert h["selection_rows"] == 100 and h["rows"] == 224
+    assert h["kind"] in ("encoder", "cross", "decoder")
+    assert h["low"] > h["distractor_high"]  # the two Wilson intervals do not meet
+    assert h["accuracy"] - h["distractor_rate"] > 0.3 and h["p_value"] < 1e-6
+    assert h["wins"] + h["losses"] + h["ties"] == h["rows"]
+    assert result().values["claims"]["head_accuracy"]
+
+
+def test_ablating_the_head_found_costs_more_than_ablating_the_median_head():
+    a = result().values["ablation"]
+    assert len(a["heads"]) == 3 * 2 * 4  # every head of every kind, ablated once
+    assert a["best"]["margin_cost"] > a["median_margin"]["margin_cost"]
+    assert a["margin_p_value"] < 0.01  # paired sign test over the rows, one-sided
+    assert result().values["claims"]["ablation"]
+
+
+def test_the_figures_and_the_seed_sentences(tmp_path):
+    r = result()
+    assert set(r.figures) == {"seeds", "heads", "ablation"}
+    assert all(isinstance(f, Figure) for f in r.figures.values())
+    assert len(r.figures["seeds"].axes) == 4  # two sentences x (the head found, an encoder head)
+    assert set(r.values["seed_translations"]) == set(SEED_SENTENCES)
+    assert "parce qu'il était trop fatigué" in r.values["seed_translations"][SEED_SENTENCES[0]]
+    assert r.values["seed"] == 0 and r.values["epochs"] == 20
+    assert "224 held-out sentences" in r.finding and "seed 0" in r.finding
+    assert len(r.save(tmp_path)) == 3
+
+
+def _mutated(**parts) -> dict:
+    values = copy.deepcopy({k: result().values[k] for k in
+                            ("contrast_accuracy", "head_accuracy", "ablation")})  # fmt: skip
+    values.update(parts)
+    return values
+
+
+def test_swapped_targets_fail_the_accuracy_claim():
+    translator, corpus, _, _ = topic.trained_coreference(small=True, seed=0)
+    swapped = [
+        ContrastRow(it.source, it.contrastive, it.correct, i + 2)
+        for i, it in enumerate(corpus.test)
+    ]
+    report = evaluate_contrast(translator, swapped, heads=False, ablation=False)
+    c = result().values["contrast_accuracy"]
+    assert report.accuracy().k == c["n"] - c["k"] - c["ties"]
+    mutated = {**c, **report.accuracy().to_json()}
+    assert not topic.claims_hold(_mutated(contrast_accuracy=mutated))["contrast_accuracy"]
+
+
+def test_an_untrained_model_fails_the_accuracy_claim():
+    trained, corpus, _, _ = topic.trained_coreference(small=True, seed=0)
+    torch.manual_seed(0)
+    data = trained.data
+    model = build_model("transformer", topic.SIZES, len(data.src_vocab), len(data.tgt_vocab))
+    untrained = Translator(model.eval(), data, model_config=topic.SIZES)
+    found = topic.measure(untrained, corpus, selection_rows=100, seed=0)
+    assert not topic.claims_hold(found)["contrast_accuracy"]
+    assert 0.3 < found["contrast_accuracy"]["value"] < 0.7
+
+
+def test_the_median_head_in_place_of_the_head_found_fails_the_ablation_claim():
+    translator, corpus, _, _ = topic.trained_coreference(small=True, seed=0)
+    a = result().values["ablation"]
+    rows = topic._rows(corpus.test)
+    report = evaluate_contrast(translator, rows, heads=False, ablation=False)
+    median = a["median_margin"]
+    again = contrast_heads.ablation(translator, rows, check_rows(translator, rows), report,
+                                    best=median)  # fmt: skip
+    assert again["best"]["margin_cost"] == pytest.approx(median["margin_cost"])
+    assert not topic.claims_hold(_mutated(ablation=again))["ablation"]
+    assert topic.claims_hold(_mutated())["ablation"]  # the unmutated values hold
