@@ -20,6 +20,7 @@ import functools
 import os
 import re
 import sys
+import unicodedata
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -334,6 +335,36 @@ def plot_curves(
     return fig
 
 
+LABEL_CHARS = 20  # a token drawn on an axis: at most this many characters (attnkit.views.text)
+
+
+def _short(token: str) -> str:
+    return token if len(token) <= LABEL_CHARS else token[: LABEL_CHARS - 1] + "…"
+
+
+def _wrap(text: str, width: float) -> str:
+    """``text`` in lines of at most ``width`` (a character counts 1, a wide CJK one 2),
+    broken at spaces where it can be, inside a word where it must."""
+    lines: list[str] = []
+    line, used = "", 0.0
+    for word in text.split(" "):
+        size = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in word)
+        if line and used + 1 + size <= width:
+            line, used = f"{line} {word}", used + 1 + size
+            continue
+        if line:
+            lines.append(line)
+        line, used = "", 0.0
+        for c in word:  # a word longer than a line: cut it where it must
+            step = 2 if unicodedata.east_asian_width(c) in "WF" else 1
+            if used + step > width and line:
+                lines.append(line)
+                line, used = "", 0.0
+            line, used = line + c, used + step
+    lines.append(line)
+    return "\n".join(lines)
+
+
 def attention_panels(
     panels: Sequence[tuple[str, torch.Tensor, Sequence[str], Sequence[str]]],
     *,
@@ -343,7 +374,12 @@ def attention_panels(
 ) -> Figure:
     """Heatmaps side by side, one per ``(caption, matrix (Q, K), row tokens (Q), column
     tokens (K))``, each coloured from 0 to its own largest weight with the tokens on the
-    axes (every n-th token beyond 40). The static picture of ``attnkit.show_attention``."""
+    axes (every n-th token beyond 40). The static picture of ``attnkit.show_attention``.
+
+    Text is drawn as it is (no mathtext: a ``$`` or ``_`` in a token or a title stays
+    itself); tokens longer than 20 characters are cut with "…"; captions wrap to their
+    panel's width and the layout (constrained) keeps titles, captions and tick labels
+    apart."""
     if not panels:
         raise ValueError(_("panels must hold at least one (caption, matrix, rows, cols)"))
     sizes = []
@@ -359,19 +395,21 @@ def attention_panels(
                       max(2.5, 0.22 * min(len(rows), 60) + 1.5)))  # fmt: skip
     _prepare_fonts([title], *((caption, *rows, *cols) for caption, _m, rows, cols in panels))
     fig, axes = plt.subplots(
-        1, len(panels), figsize=(sum(w for w, _ in sizes), max(h for _, h in sizes) + 0.4),
-        squeeze=False, gridspec_kw={"width_ratios": [w for w, _ in sizes]},
+        1, len(panels), figsize=(sum(w for w, _ in sizes), max(h for _, h in sizes) + 0.6),
+        squeeze=False, gridspec_kw={"width_ratios": [w for w, _ in sizes]}, layout="constrained",
     )  # fmt: skip
-    for ax, (caption, m, rows, cols) in zip(axes[0], panels):
+    for ax, (caption, m, rows, cols), (width, _h) in zip(axes[0], panels, sizes):
         m = m.detach().float().cpu()
         ax.imshow(m.numpy(), cmap=cmap, vmin=0.0, vmax=float(m.max()) or 1.0, aspect="auto")
         for ticks, labels, rotation in ((ax.set_xticks, cols, 90), (ax.set_yticks, rows, 0)):
             every = max(1, -(-len(labels) // 40))
-            ticks(range(0, len(labels), every), list(labels)[::every], rotation=rotation,
-                  fontsize=8)  # fmt: skip
-        ax.set_title(_drawn(caption), fontsize=9)
+            ticks(range(0, len(labels), every), [_short(str(t)) for t in list(labels)[::every]],
+                  rotation=rotation, fontsize=8, parse_math=False)  # fmt: skip
+        # a 9-point character is about 5 points wide; the caption keeps within its panel
+        ax.set_title(_wrap(_drawn(caption) or "", width * 72 / 5.5 - 2), fontsize=9,
+                     parse_math=False)  # fmt: skip
     if title:
-        fig.suptitle(_drawn(title), fontsize=10)
-    fig.tight_layout()
+        fig.suptitle(_wrap(_drawn(title) or "", sum(w for w, _ in sizes) * 72 / 6), fontsize=10,
+                     parse_math=False)  # fmt: skip
     save_figure(fig, path)
     return fig

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from tests.notebooks import execute, nbformat_module
+from tests.views.test_views import picture_in
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "attention.ipynb"
 
@@ -27,9 +28,8 @@ def test_attention_notebook_executes(tmp_path, monkeypatch):
     views = [o["data"] for o in outputs if "attnkit-view" in o.get("data", {}).get("text/html", "")]
     assert len(views) == 4  # translator (head and model views), the LM, the book's encoder
     for data in views:
-        assert (
-            data["image/svg+xml"] in data["text/html"] and "attnkitViews.mount" in data["text/html"]
-        )
+        assert picture_in(data["text/html"]) == data["image/svg+xml"]
+        assert "attnkitViews.mount" in data["text/html"]
     kinds = [ET.fromstring(d["image/svg+xml"]).find("{*}g").get("data-kind") for d in views]
     assert kinds == ["encoder_self", "encoder_self", "lm", "attention"]
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")

@@ -3,6 +3,7 @@ equals them, inputs are checked at the boundary, files are written valid."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import struct
@@ -45,6 +46,15 @@ def embedded(view) -> dict:
     html = view.to_html()
     found = re.search(r'<script type="application/json" class="attnkit-data">(.*?)</script>', html)
     return json.loads(found.group(1))
+
+
+def picture_in(html: str) -> str:
+    """The static picture an output carries: the SVG of its ``<img>``'s data URI."""
+    found = re.search(
+        r'<img class="attnkit-picture" src="data:image/svg\+xml;base64,([^"]+)"', html
+    )
+    assert found, "no <img> of the static picture"
+    return base64.b64decode(found.group(1)).decode("utf-8")
 
 
 def assert_quantized_equal(spec: dict, weights: torch.Tensor) -> None:
@@ -132,7 +142,7 @@ def test_language_model_maps_from_a_decoder_lm_and_from_a_generation_result():
 def test_static_svg_is_each_kinds_last_layer_mean_of_heads():
     maps = translator_maps()
     view = show_attention(maps)
-    assert view._repr_svg_() == view.to_svg() and view.to_svg() in view.to_html()
+    assert view._repr_svg_() == view.to_svg() == picture_in(view.to_html())
     root = ET.fromstring(view.to_svg())
     panels = root.findall(f"{SVG}g[@class='panel']")
     assert [g.get("data-kind") for g in panels] == ["encoder_self", "decoder_self", "cross"]
@@ -243,7 +253,7 @@ def test_beyond_the_limit_the_view_says_so_instead_of_embedding(monkeypatch):
     html = view.to_html()
     assert "144 weights: the interactive view embeds at most 100" in html
     assert "attnkit-data" not in html and "<script" not in html  # no data, no script
-    assert view.to_svg() in html  # the static picture still shows
+    assert picture_in(html) == view.to_svg()  # the static picture still shows
     assert MAX_WEIGHTS >= 512 * 512 * 144  # the issue's size is within the real limit
     long = show_attention(torch.full((2, 1025), 1 / 1025))
     assert "1025 tokens on one axis" in long.to_html()

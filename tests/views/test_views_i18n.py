@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 import torch
-from tests.views.test_views import SVG, embedded, softmax_maps, translator_maps
+from tests.views.test_views import SVG, embedded, picture_in, softmax_maps, translator_maps
 
 from attnkit.i18n import set_language, use_language
 from attnkit.views import LMMaps, show_attention
@@ -34,7 +34,9 @@ def test_a_view_drawn_under_chinese_speaks_chinese():
         svg = view.to_svg()
         spec = embedded(view)
     assert page.startswith('<!doctype html>\n<html lang="zh-CN">')
-    assert '<div class="attnkit-view" id="' in page and 'lang="zh-CN">' in page
+    assert '<div class="attnkit-view mathjax_ignore tex2jax_ignore" id="' in page
+    assert 'lang="zh-CN">' in page
+    assert picture_in(page) == svg and '; 编码器自注意力 · 第2层，各头的平均; 解码器' in page
     # the static picture: each kind's last layer, mean of heads
     assert captions(svg)[1:] == [
         "编码器自注意力 · 第2层，各头的平均",

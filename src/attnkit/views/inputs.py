@@ -52,9 +52,11 @@ class LMMaps:
     prompt_length: int = 0
 
 
-def as_weights(name: str, value: object) -> Tensor:
+def as_weights(name: str, value: object, queries: object = None) -> Tensor:
     """``value`` (a tensor or array of 2 to 4 dims: (Q, K), (H, Q, K) or (L, H, Q, K)) as a
-    float32 CPU tensor (L, H, Q, K); non-empty, finite and >= 0, or a clear error."""
+    float32 CPU tensor (L, H, Q, K); non-empty, finite and >= 0, or a clear error. A row
+    that is NaN for every key (a softmax over a fully masked row) is named, with its query
+    token from ``queries`` (the row tokens, when they are Q strings) and the cause."""
     kind = type(value).__name__
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError(
@@ -90,6 +92,7 @@ def as_weights(name: str, value: object) -> Tensor:
         w = w.unsqueeze(0)
     bad = ~torch.isfinite(w)
     if bad.any():
+        _nan_rows(name, w, queries)
         at = [int(i) for i in bad.nonzero()[0]]
         raise ValueError(
             _("{name} holds {n} non-finite weights (NaN or inf), the first at layer {layer}, "
@@ -100,6 +103,24 @@ def as_weights(name: str, value: object) -> Tensor:
         raise ValueError(_("{name} holds negative weights (min {min:.4g}); attention weights "
                            "are >= 0").format(name=name, min=float(w.min())))  # fmt: skip
     return w
+
+
+def _nan_rows(name: str, w: Tensor, queries: object) -> None:
+    """The error for weights with a row that is NaN for every key, if there is one."""
+    rows = torch.isnan(w).all(-1)  # (L, H, Q)
+    if not rows.any():
+        return
+    layer, head, query = (int(i) for i in rows.nonzero()[0])
+    named = isinstance(queries, Sequence) and len(queries) == w.shape[2]
+    token = f" “{queries[query]}”" if named and isinstance(queries[query], str) else ""
+    raise ValueError(
+        _("{name}: query row {query}{token} at layer {layer}, head {head} is NaN for every key "
+          "({n} such rows). A fully masked query row does that: when every key of a row is "
+          "masked (all keys padded, or the query itself is padding), a softmax over scores of "
+          "-inf divides 0 by 0. Mask with a large negative score (d2l's masked_softmax uses "
+          "-1e6) instead of -inf, or leave the padded rows out of the maps").format(
+            name=name, query=query, token=token, layer=layer, head=head, n=int(rows.sum()))
+    )  # fmt: skip
 
 
 def check_tokens(name: str, tokens: object, size: int, axis: str) -> list[str]:
@@ -144,7 +165,7 @@ def _translator_panels(maps: AttentionMaps) -> list[Panel]:
     for key, title, w, rows, cols, qname, kname in kinds:
         if w is None:
             continue
-        w = as_weights(f"maps.{key}", w)
+        w = as_weights(f"maps.{key}", w, getattr(maps, rows))
         queries = check_tokens(f"maps.{rows}", getattr(maps, rows), w.shape[2], ROWS)
         keys = check_tokens(f"maps.{cols}", getattr(maps, cols), w.shape[3], COLUMNS)
         panels.append(Panel(key, title, queries, keys, w, qname, kname))
@@ -157,7 +178,7 @@ def _translator_panels(maps: AttentionMaps) -> list[Panel]:
 def _generation_panel(maps: object) -> Panel:
     """The explorer's continuation (``prompt_tokens`` P, ``new_tokens`` N, ``attention``
     (L, H, N, K = P + N - 1)): row j is the attention that chose new token j."""
-    w = as_weights("maps.attention", maps.attention)
+    w = as_weights("maps.attention", maps.attention, maps.new_tokens)
     prompt, new = list(maps.prompt_tokens), list(maps.new_tokens)
     context = prompt + new[:-1]
     queries = check_tokens("maps.new_tokens", new, w.shape[2], N_("rows (new tokens)"))
@@ -183,7 +204,7 @@ def panels_from(
         return _translator_panels(maps)
     if isinstance(maps, LMMaps):
         _no_tokens(tokens, query_tokens, "LMMaps")
-        w = as_weights("maps.attention", maps.attention)
+        w = as_weights("maps.attention", maps.attention, maps.tokens)
         if w.shape[2] != w.shape[3]:
             raise ValueError(
                 _("maps.attention must be square (L, H, K, K), got {shape}").format(
@@ -206,7 +227,7 @@ def panels_from(
     if isinstance(maps, (list, tuple)) and maps and all(isinstance(p, Panel) for p in maps):
         _no_tokens(tokens, query_tokens, N_("a Panel"))
         return [_checked(p, f"maps[{i}]") for i, p in enumerate(maps)]
-    w = as_weights("maps", maps)
+    w = as_weights("maps", maps, tokens if query_tokens is None else query_tokens)
     keys = check_tokens("tokens", tokens, w.shape[3], N_("keys (columns)"))
     if query_tokens is None and tokens is not None and w.shape[2] != w.shape[3]:
         raise ValueError(
@@ -219,7 +240,7 @@ def panels_from(
 
 
 def _checked(panel: Panel, name: str) -> Panel:
-    w = as_weights(f"{name}.weights", panel.weights)
+    w = as_weights(f"{name}.weights", panel.weights, panel.queries)
     queries = check_tokens(f"{name}.queries", panel.queries, w.shape[2], ROWS)
     keys = check_tokens(f"{name}.keys", panel.keys, w.shape[3], COLUMNS)
     return Panel(panel.key, panel.title, queries, keys, w, panel.qname, panel.kname)

@@ -18,7 +18,13 @@ from collections.abc import Iterable
 from attnkit.i18n import N_, _, get_language
 from attnkit.i18n.catalog import messages
 
-__all__ = ["SCRIPT_MESSAGES", "Message", "html_lang", "json_table", "script_table", "shown"]
+__all__ = ["LABEL_CHARS", "SCRIPT_MESSAGES", "Message", "html_lang", "json_table", "script_table",
+           "short", "shown"]  # fmt: skip
+
+# a token drawn as a label has at most this many characters: a longer one is cut to its first
+# LABEL_CHARS - 1 and "…" (the scripts' ns.short, the same rule); its full text shows on hover
+LABEL_CHARS = 20
+ELLIPSIS = "…"
 
 # the <html lang> (BCP 47) of each language attnkit speaks
 HTML_LANG = {"en": "en", "zh": "zh-CN", "pt": "pt"}
@@ -92,6 +98,12 @@ def shown(text: str) -> str:
     if isinstance(text, Message):
         return _(text.template).format(**text.fields)
     return _(text) if text else text
+
+
+def short(token: str, limit: int = LABEL_CHARS) -> str:
+    """``token`` as a label draws it: itself up to ``limit`` characters (code points), else
+    its first ``limit - 1`` and "…"."""
+    return token if len(token) <= limit else token[: limit - 1] + ELLIPSIS
 
 
 def html_lang(language: str | None = None) -> str:

@@ -4,8 +4,12 @@ writes.
 The HTML output is self-contained: the drawing code and styles (``attnkit/views/static``,
 the explorer's own) and the weights (8 bits per weight, see :mod:`attnkit.views.encode`)
 travel inside it; nothing is loaded from a network or a server. It also carries the
-static SVG picture (:mod:`attnkit.views.svg`), shown until the script starts and wherever
-scripts do not run; ``image/svg+xml`` holds the same picture for front ends that prefer it.
+static picture (:mod:`attnkit.views.svg`) as an ``<img>`` of the SVG (a ``data:`` URI),
+shown until the script starts and wherever scripts do not run: an untrusted notebook's
+output is sanitized (no script, no ``<style>``, no inline ``<svg>``, no empty ``hidden``
+attribute), and what is left is that picture. ``image/svg+xml`` holds the same SVG for
+front ends that prefer it. The root carries ``mathjax_ignore`` (MathJax 3, JupyterLab 4)
+and ``tex2jax_ignore`` (MathJax 2, the classic Notebook): a ``$`` in a token is no TeX.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from attnkit.i18n import N_, _, get_language
 from attnkit.views import assets
 from attnkit.views.encode import panel_spec
 from attnkit.views.inputs import Panel, panels_from, total_weights
-from attnkit.views.svg import picture, static_svg
+from attnkit.views.svg import image_tag, picture, static_svg
 from attnkit.views.text import html_lang, json_table, script_table
 
 __all__ = ["MAX_TOKENS", "MAX_WEIGHTS", "THUMB", "AttentionView", "show_attention"]
@@ -107,6 +111,11 @@ class AttentionView:
             self._svg[language] = static_svg(self.panels, self.layer, self.head, self.title)
         return self._svg[language]
 
+    def alt(self) -> str:
+        """The static picture in words (its ``alt``): the title and each panel's caption."""
+        captions = [picture(p, self.layer, self.head)[2] for p in self.panels]
+        return "; ".join([self.title, *captions] if self.title else captions)
+
     def spec(self) -> dict:
         """The data the page draws from (JSON-ready): each panel's tokens and weights."""
         return {
@@ -125,17 +134,20 @@ class AttentionView:
         the language in force (the scripts' own in an embedded table)."""
         root = f"attnkit-view-{uuid.uuid4().hex}"
         lang = html_lang()
-        parts = [f'<div class="attnkit-view" id="{root}" lang="{lang}">',
-                 f"<style>{assets.style()}</style>"]  # fmt: skip
+        # hidden="hidden", not a bare hidden: sanitize-html drops an empty "hidden" attribute
+        parts = [f'<div class="attnkit-view mathjax_ignore tex2jax_ignore" id="{root}" '
+                 f'lang="{lang}">', f"<style>{assets.style()}</style>"]  # fmt: skip
         too_large = self.too_large
         message = html.escape(too_large or "")
-        parts.append(f'<div class="attnkit-message"{"" if message else " hidden"}>{message}</div>')
+        hidden = "" if message else ' hidden="hidden"'
+        parts.append(f'<div class="attnkit-message"{hidden}>{message}</div>')
         # shown once the script runs; the static picture carries its own title
         title = f'<div class="attnkit-title">{html.escape(self.title)}</div>' if self.title else ""
         foot = f'<div class="attnkit-foot">{html.escape(_(QUANTIZATION))}</div>'
-        parts.append(f'<div class="attnkit-live" hidden>{title}<div class="attnkit-bar"></div>'
-                     f'<div class="attnkit-note"></div><div class="attnkit-body"></div>{foot}</div>')  # fmt: skip
-        parts.append(f'<div class="attnkit-fallback">{self.to_svg()}</div>')
+        parts.append(f'<div class="attnkit-live" hidden="hidden">{title}<div class="attnkit-bar">'
+                     f'</div><div class="attnkit-note"></div><div class="attnkit-body"></div>{foot}'
+                     "</div>")  # fmt: skip
+        parts.append(f'<div class="attnkit-fallback">{image_tag(self.to_svg(), self.alt())}</div>')
         if too_large is None:
             data = json.dumps(self.spec(), separators=(",", ":"), ensure_ascii=False)
             data = data.replace("<", "\\u003c")  # no "</script>" can end the data early

@@ -37,6 +37,28 @@
   // one colour per head, evenly spaced hues
   ns.headColor = (h, H) => `hsl(${Math.round((h * 360) / Math.max(H, 1))}, 70%, 42%)`;
 
+  // a token as a label draws it: at most LABEL_CHARS characters, a longer one cut to its first
+  // LABEL_CHARS - 1 and "…" (attnkit.views.text.short, the same rule)
+  ns.LABEL_CHARS = 20;
+  ns.short = (word) => {
+    const chars = Array.from(word);
+    return chars.length > ns.LABEL_CHARS ? `${chars.slice(0, ns.LABEL_CHARS - 1).join("")}…` : word;
+  };
+  // an SVG <text> showing `word` cut by ns.short: the full word in its <title> (the hover
+  // tooltip) and data-token; setLabel(node, text) changes what it shows and keeps the title
+  ns.label = function label(attrs, word) {
+    const node = ns.el("text", { ...attrs, "data-token": word }, ns.short(word));
+    if (ns.short(word) !== word) node.appendChild(ns.el("title", {}, word));
+    return node;
+  };
+  ns.setLabel = (node, text) => { node.firstChild.data = text; };
+
+  // the page's colours: JupyterLab's theme (its CSS variables, light or dark), else light
+  ns.themeColor = function themeColor(name, fallback) {
+    const v = document.body ? getComputedStyle(document.body).getPropertyValue(name).trim() : "";
+    return v || fallback;
+  };
+
   // invisible, control and format characters (a zero-width space ...) as \u escapes
   ns.visible = (word) =>
     word.replace(/\p{C}/gu, (c) => `\\u${c.codePointAt(0).toString(16).padStart(4, "0")}`);
@@ -69,7 +91,7 @@
   ns.textWidth = function textWidth(labels, every = 1) {
     measureCtx = measureCtx || document.createElement("canvas").getContext("2d");
     measureCtx.font = "11px system-ui, sans-serif";
-    return Math.max(0, ...labels.map((s, i) => (i % every ? 0 : measureCtx.measureText(s).width)));
+    return Math.max(0, ...labels.map((s, i) => (i % every ? 0 : measureCtx.measureText(ns.short(s)).width)));
   };
 
   function figure(title, node) {
@@ -108,7 +130,7 @@
     });
     rowLabels.forEach((tok, r) => {
       if (r % every) return;
-      svg.appendChild(ns.el("text", {
+      svg.appendChild(ns.label({
         class: "row-label", x: left - 5, y: top + (r + 0.5) * cell, "text-anchor": "end",
         "dominant-baseline": "middle",
       }, tok));
@@ -116,7 +138,7 @@
     colLabels.forEach((tok, c) => {
       if (c % every) return;
       const x = left + (c + 0.5) * cell;
-      svg.appendChild(ns.el("text", {
+      svg.appendChild(ns.label({
         class: "col-label", x, y: top - 5, transform: `rotate(-90 ${x} ${top - 5})`,
         "dominant-baseline": "middle",
       }, tok));
@@ -158,7 +180,7 @@
     canvas.className = "heatmap-canvas";
     Object.assign(canvas.dataset, { kind: opts.kind, rows: R, cols: C });
     const ctx = canvas.getContext("2d");
-    ctx.fillStyle = "#fff";
+    ctx.fillStyle = ns.themeColor("--jp-layout-color0", "#fff");
     ctx.fillRect(0, 0, canvas.width, canvas.height);
     const img = ctx.createImageData(C * cell, R * cell);
     for (let r = 0; r < R; r++) {
@@ -176,16 +198,16 @@
     ctx.strokeStyle = "#bbb";
     ctx.strokeRect(left - 0.5, top - 0.5, C * cell + 1, R * cell + 1);
     ctx.font = "11px system-ui, sans-serif";
-    ctx.fillStyle = "#1d2330";
+    ctx.fillStyle = ns.themeColor("--jp-ui-font-color1", "#1d2330");
     ctx.textBaseline = "middle";
     ctx.textAlign = "right";
-    for (let r = 0; r < R; r += every) ctx.fillText(rowLabels[r], left - 5, top + (r + 0.5) * cell);
+    for (let r = 0; r < R; r += every) ctx.fillText(ns.short(rowLabels[r]), left - 5, top + (r + 0.5) * cell);
     for (let c = 0; c < C; c += every) {
       ctx.save();
       ctx.translate(left + (c + 0.5) * cell, top - 5);
       ctx.rotate(-Math.PI / 2);
       ctx.textAlign = "left";
-      ctx.fillText(colLabels[c], 0, 0);
+      ctx.fillText(ns.short(colLabels[c]), 0, 0);
       ctx.restore();
     }
     canvas.addEventListener("mousemove", (ev) => {

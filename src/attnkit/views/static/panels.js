@@ -74,11 +74,12 @@
     const y = (i) => 4 + (i + 0.5) * rowH;
     const shades = ns.el("g", { class: "shades" }), lines = ns.el("g", { class: "lines" });
     svg.append(shades, lines);
-    const qText = queries.map((tok, i) => svg.appendChild(ns.el("text", {
+    // long tokens cut with "…", the full token on hover (ns.label)
+    const qText = queries.map((tok, i) => svg.appendChild(ns.label({
       class: "q-token", x: x0 - 8, y: y(i), "text-anchor": "end", "dominant-baseline": "middle",
       "data-index": i, fill: "#1d2330",
     }, tok)));
-    const kText = keys.map((tok, i) => svg.appendChild(ns.el("text", {
+    const kText = keys.map((tok, i) => svg.appendChild(ns.label({
       class: "k-token", x: x1 + 8, y: y(i), "dominant-baseline": "middle", "data-index": i,
       fill: "#1d2330",
     }, tok)));
@@ -105,19 +106,22 @@
           }
         }
       }
-      kText.forEach((t) => { t.removeAttribute("data-weight"); t.textContent = keys[t.dataset.index]; });
+      kText.forEach((t) => { t.removeAttribute("data-weight"); ns.setLabel(t, ns.short(keys[t.dataset.index])); });
       if (focus !== null) {  // the focused row, as numbers beside the keys and shading behind them
         const row = p.row(st.layer, st.head === "all" ? "mean" : st.head, focus);
         const top = Math.max(...row) || 1;
         kText.forEach((t, k) => {
           t.dataset.weight = row[k].toFixed(6);
-          t.textContent = `${keys[k]}  ${row[k].toFixed(3)}`;
+          ns.setLabel(t, `${ns.short(keys[k])}  ${row[k].toFixed(3)}`);
+          // a translucent shade: the text stays readable on a light or a dark theme
           shades.appendChild(ns.el("rect", {
-            x: x1 + 4, y: y(k) - rowH / 2 + 1, width: kw - 8, height: rowH - 2, fill: ns.color((0.6 * row[k]) / top),
+            x: x1 + 4, y: y(k) - rowH / 2 + 1, width: kw - 8, height: rowH - 2, fill: ns.color(0.6),
+            "fill-opacity": ((0.8 * row[k]) / top).toFixed(3),
           }));
         });
         shades.appendChild(ns.el("rect", {
-          x: 2, y: y(focus) - rowH / 2 + 1, width: x0 - 6, height: rowH - 2, fill: "#fde0d4",
+          x: 2, y: y(focus) - rowH / 2 + 1, width: x0 - 6, height: rowH - 2, fill: ns.color(0.5),
+          "fill-opacity": 0.3,
         }));
       }
       note(focus !== null
