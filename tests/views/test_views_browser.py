@@ -5,10 +5,10 @@ A notebook is executed by nbclient (a real kernel), exported to HTML by nbconver
 driving the system browser, as tests/serve/test_serve_browser.py) with every request that
 is not a local file aborted and recorded: none may be attempted. Picking a layer and a head
 and hovering a token must show the weights the maps hold (read back from the page, compared
-with the tensors the notebook saved); the static SVG must be there and equal the maps; the
-download buttons and ``save`` must write valid files; a 512-token map of 12 x 12 heads must
-render within seconds. Skips, saying why, only without Chromium, Playwright, nbclient or a
-kernel.
+with the tensors the notebook saved); the static picture (an ``<img>`` of the SVG) must be
+there, equal the maps and show with scripts off; the download buttons and ``save`` must
+write valid files; a 512-token map of 12 x 12 heads must render within seconds. Skips,
+saying why, only without Chromium, Playwright, nbclient or a kernel.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import pytest
 import torch
 from tests.notebooks import HINT, execute, nbformat_module
 from tests.serve.test_serve_browser import CHROMIUM_ARGS, find_chromium
+from tests.views.test_views import picture_in
 
 SETUP = """
 import torch
@@ -125,7 +126,8 @@ def test_notebook_outputs_carry_the_view_and_the_same_static_svg(notebook):
     assert len(views) == 2
     for o in views:
         html, svg = o["data"]["text/html"], o["data"]["image/svg+xml"]
-        assert svg in html and 'class="attnkit-data"' in html and "attnkitViews.mount" in html
+        assert picture_in(html) == svg
+        assert 'class="attnkit-data"' in html and "attnkitViews.mount" in html
         assert not re.search(r"(src|href)=\"https?:", html)
 
 
@@ -213,14 +215,16 @@ def test_notebook_views_in_an_offline_browser(notebook, browser, tmp_path):
     assert (shown[5:] == 0).all()  # causal: nothing after the token
     page.screenshot(path=str(tmp_path / "lm.png"), full_page=True)
 
-    # the static SVG of each view is in the page (hidden once the script runs) and equals
-    # the maps: the last layer's mean of heads
-    cells = tr.locator(".attnkit-fallback g[data-kind=cross] rect.cell")
+    # the static picture of each view is in the page (an <img> of the SVG, hidden once the
+    # script runs) and equals the maps: the last layer's mean of heads
+    img = tr.locator(".attnkit-fallback img.attnkit-picture")
+    assert img.is_hidden()
+    svg = ET.fromstring(
+        picture_in(f'<img class="attnkit-picture" src="{img.get_attribute("src")}"')
+    )
     got = torch.zeros(maps.cross.shape[2:])
-    for r, c, w in cells.evaluate_all(
-        "cs => cs.map(c => [+c.dataset.row, +c.dataset.col, +c.dataset.weight])"
-    ):
-        got[r, c] = w
+    for c in svg.iterfind(".//{*}g[@data-kind='cross']/{*}rect[@class='cell']"):
+        got[int(c.get("data-row")), int(c.get("data-col"))] = float(c.get("data-weight"))
     torch.testing.assert_close(got, maps.cross[-1].mean(0), atol=1e-6, rtol=0)
     assert not errors and not outside, (errors, outside)
 
@@ -230,8 +234,9 @@ def test_without_scripts_the_static_svg_shows(notebook, browser, tmp_path):
     outside: list[str] = []
     page = offline_page(browser, outside, java_script_enabled=False)
     page.goto((work / "notebook.html").as_uri())
-    fallback = page.locator(".attnkit-view .attnkit-fallback svg").first
+    fallback = page.locator(".attnkit-view .attnkit-fallback img.attnkit-picture").first
     assert fallback.is_visible() and fallback.bounding_box()["width"] > 100
+    assert fallback.evaluate("n => n.complete && n.naturalWidth") > 100  # decoded: a picture
     assert page.locator(".attnkit-view .attnkit-live").first.is_hidden()
     page.screenshot(path=str(tmp_path / "no-script.png"), full_page=True)
     assert not outside, outside

@@ -36,7 +36,7 @@ def test_a_view_drawn_under_chinese_speaks_chinese():
     assert page.startswith('<!doctype html>\n<html lang="zh-CN">')
     assert '<div class="attnkit-view mathjax_ignore tex2jax_ignore" id="' in page
     assert 'lang="zh-CN">' in page
-    assert picture_in(page) == svg and '; 编码器自注意力 · 第2层，各头的平均; 解码器' in page
+    assert picture_in(page) == svg and "; 编码器自注意力 · 第2层，各头的平均; 解码器" in page
     # the static picture: each kind's last layer, mean of heads
     assert captions(svg)[1:] == [
         "编码器自注意力 · 第2层，各头的平均",
