@@ -88,9 +88,10 @@
   ns.hideTip = () => { tipNode().hidden = true; };
 
   let measureCtx = null;
-  ns.textWidth = function textWidth(labels, every = 1) {
+  // the widest of `labels` (every `every`-th, cut by ns.short) drawn at `size` px
+  ns.textWidth = function textWidth(labels, every = 1, size = 11) {
     measureCtx = measureCtx || document.createElement("canvas").getContext("2d");
-    measureCtx.font = "11px system-ui, sans-serif";
+    measureCtx.font = `${size}px system-ui, sans-serif`;
     return Math.max(0, ...labels.map((s, i) => (i % every ? 0 : measureCtx.measureText(ns.short(s)).width)));
   };
 

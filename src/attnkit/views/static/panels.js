@@ -63,7 +63,7 @@
     const { queries, keys, qname, kname } = p.spec;
     const tr = st.tr || ns.translator(null);
     const rowH = 16, gap = 170;
-    const qw = Math.ceil(ns.textWidth(queries)) + 14, kw = Math.ceil(ns.textWidth(keys)) + 70;
+    const qw = Math.ceil(ns.textWidth(queries, 1, 12)) + 14, kw = Math.ceil(ns.textWidth(keys, 1, 12)) + 70;
     const W = qw + gap + kw, H = Math.max(p.Q, p.K) * rowH + 8;
     const x0 = qw, x1 = qw + gap;
     const svg = ns.el("svg", {
