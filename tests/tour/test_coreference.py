@@ -5,11 +5,11 @@ targets, an untrained model, the median head in place of the head found)."""
 from __future__ import annotations
 
 import copy
-import functools
 
 import pytest
 import torch
 from matplotlib.figure import Figure
+from tests import shared_runs as shared
 
 from attnkit.data.coreference import SEED_SENTENCES
 from attnkit.inference import contrast_heads
@@ -19,9 +19,12 @@ from attnkit.models.registry import build_model
 from attnkit.tour import coreference as topic
 
 
-@functools.cache
 def result():
-    return topic.coreference(small=True, seed=0)
+    """The topic at the small size, seed 0: one run a session, shared with tests/tour's
+    other files once the topic is registered (``tests.shared_runs``)."""
+    if "coreference" not in shared.TOPICS:
+        shared.TOPICS["coreference"] = topic.coreference(small=True, seed=0)
+    return shared.TOPICS["coreference"]
 
 
 def test_contrastive_accuracy_is_above_every_baseline_with_its_interval_above_half():

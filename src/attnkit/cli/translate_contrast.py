@@ -38,10 +38,16 @@ def register_contrast(verbs) -> None:
                    help=_("print every number as JSON (every row's scores included)"))  # fmt: skip
     c.add_argument("--no-heads", action="store_true",
                    help=_("skip the head analysis (attention to the antecedent)"))  # fmt: skip
-    c.add_argument("--no-ablation", action="store_true",
-                   help=_("skip the ablation (every head zeroed in turn, rows rescored)"))  # fmt: skip
-    c.add_argument("--allow-unknown", action="store_true",
-                   help=_("score words the model does not know as <unk> (default: error)"))  # fmt: skip
+    c.add_argument(
+        "--no-ablation",
+        action="store_true",
+        help=_("skip the ablation (every head zeroed in turn, rows rescored)"),
+    )
+    c.add_argument(
+        "--allow-unknown",
+        action="store_true",
+        help=_("score words the model does not know as <unk> (default: error)"),
+    )
     c.add_argument("--batch-size", type=int, default=64,
                    help=_("rows scored together (default 64)"))  # fmt: skip
     c.add_argument("--device", default="cpu")
@@ -80,9 +86,12 @@ def _rate(rate) -> str:
 
 
 def _kind(kind: str) -> str:
-    return {"encoder": _("encoder self-attention (from the pronoun)"),
-            "cross": _("encoder-decoder attention (at the step choosing the pronoun)"),
-            "decoder": _("decoder self-attention (at the step choosing the pronoun)")}[kind]  # fmt: skip
+    names = {
+        "encoder": _("encoder self-attention (from the pronoun)"),
+        "cross": _("encoder-decoder attention (at the step choosing the pronoun)"),
+        "decoder": _("decoder self-attention (at the step choosing the pronoun)"),
+    }
+    return names[kind]
 
 
 def format_report(report, checkpoint: str = "") -> str:

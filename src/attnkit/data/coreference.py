@@ -46,6 +46,7 @@ from importlib import resources
 from pathlib import Path
 
 from attnkit._validate import non_negative_int, positive_int, probability
+from attnkit.i18n import _
 
 __all__ = [
     "CONTRAST_COLUMNS",
@@ -276,7 +277,8 @@ def coreference_corpus(
     names = tuple(FRAMES) if frames is None else tuple(frames)
     unknown = [f for f in names if f not in FRAMES]
     if unknown or not names:
-        raise ValueError(f"frames must be some of {', '.join(FRAMES)}, got {frames!r}")
+        raise ValueError(_("frames must be some of {names}, got {frames!r}").format(
+            names=", ".join(FRAMES), frames=frames))  # fmt: skip
     rng = random.Random(f"attnkit-coreference:{seed}")
     train, test = [], []
     for name in names:
@@ -337,7 +339,7 @@ def balance(items: list[CorefItem]) -> dict[str, float]:
     always, the first noun, the nearer noun (always the second here), and the count."""
     n = len(items)
     if not n:
-        raise ValueError("no items to measure")
+        raise ValueError(_("no items to measure"))
     masc = sum(it.gender == "m" for it in items) / n
     first = sum(it.position == "first" for it in items) / n
     return {"items": n, "masculine": masc, "first": first, "nearest": 1.0 - first}
@@ -347,14 +349,14 @@ def write_contrast_tsv(items: list[CorefItem], path: str | Path) -> Path:
     """Write ``items`` as a contrastive file (UTF-8 TSV, header :data:`CONTRAST_COLUMNS`),
     what ``attnkit translate contrast --pairs`` reads; return the path."""
     if not items:
-        raise ValueError("no items to write")
+        raise ValueError(_("no items to write"))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = ["\t".join(CONTRAST_COLUMNS)]
     for it in items:
         row = it.row()
         if any("\t" in v or "\n" in v for v in row.values()):
-            raise ValueError(f"a tab or newline in {row!r}")
+            raise ValueError(_("a tab or newline in {row!r}").format(row=row))
         lines.append("\t".join(row[c] for c in CONTRAST_COLUMNS))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -372,7 +374,9 @@ def coreference_data(corpus: CoreferenceCorpus, *, max_len: int = 16, val_pairs:
     positive_int("max_len", max_len)
     non_negative_int("val_pairs", val_pairs)
     if max_len < MAX_TOKENS + 1:
-        raise ValueError(f"max_len must be at least {MAX_TOKENS + 1} (tokens + <eos>)")
+        raise ValueError(
+            _("max_len must be at least {n} (tokens + <eos>)").format(n=MAX_TOKENS + 1)
+        )
     pairs = [(en.split(), fr.split()) for en, fr in corpus.training_pairs()]
     train, val = pairs[: len(pairs) - val_pairs], pairs[len(pairs) - val_pairs :]
     test = [(it.source.split(), it.correct.split()) for it in corpus.test]

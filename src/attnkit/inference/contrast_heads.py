@@ -109,7 +109,7 @@ def ablate_head(model, kind: str, layer: int, head: int) -> Iterator[None]:
     attention = _attention_module(model, kind, layer)
     H = attention.num_heads
     if not 0 <= head < H:
-        raise ValueError(f"head must be in [0, {H}), got {head}")
+        raise ValueError(_("head must be in [0, {heads}), got {head}").format(heads=H, head=head))
 
     def zero(module, args):
         x = args[0]  # (B, Q, D): the H heads' outputs side by side

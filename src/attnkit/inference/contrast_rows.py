@@ -5,8 +5,9 @@ See :mod:`attnkit.inference.contrast` for the format (UTF-8 TSV, a header holdin
 ``pronoun``, ``antecedent_target``, ``distractor_target``, ``group``; other columns kept)
 and for what is measured. Every error is one ``ValueError`` naming the file, the line and
 the column: :func:`read_contrast_tsv` checks what needs no model, :func:`check_rows` the
-rest against the model (its limits and vocabulary). :func:`score_pairs` is the one scorer. Words are compared lower-cased, outer punctuation and an elided French prefix
-(``l'``, ``qu'`` ...) off: ``l'animal`` is the word ``animal``, ``qu'il`` the word ``il``.
+rest against the model (its limits and vocabulary). :func:`score_pairs` is the one scorer.
+Words are compared lower-cased, outer punctuation and an elided French prefix (``l'``,
+``qu'`` ...) off: ``l'animal`` is the word ``animal``, ``qu'il`` the word ``il``.
 """
 
 from __future__ import annotations
@@ -305,7 +306,8 @@ def score_pairs(model, data, sources: list[str], targets: list[list[int]],
 
     positive_int("batch_size", batch_size)
     if len(sources) != len(targets):
-        raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+        raise ValueError(_("{sources} sources but {targets} targets").format(
+            sources=len(sources), targets=len(targets)))  # fmt: skip
     ids = data.special_ids
     bos, eos, pad = ids["bos"], ids["eos"], ids["pad"]
     device = next(model.parameters()).device

@@ -170,10 +170,6 @@ def _ablation_summary(a: dict) -> dict:
     return {k: a[k] for k in keep if k in a} | {"heads": a["heads"]}
 
 
-KIND_NAMES = {"encoder": "encoder self-attention", "cross": "encoder-decoder attention",
-              "decoder": "decoder self-attention"}  # fmt: skip
-
-
 def _kind(kind: str) -> str:
     return {"encoder": _("encoder self-attention"), "cross": _("encoder-decoder attention"),
             "decoder": _("decoder self-attention")}[kind]  # fmt: skip
@@ -184,8 +180,9 @@ def _finding(v: dict) -> str:
 
     c, h, a = v["contrast_accuracy"], v["head_accuracy"], v["ablation"]
     b = c["baselines"]
+    names = {"combination": _("unseen noun pair x predicate"), "predicate": _("unseen predicate")}
     groups = "; ".join(
-        _("{group} {value:.0%} [{low:.0%}, {high:.0%}]").format(group=g, **r)
+        _("{group} {value:.0%} [{low:.0%}, {high:.0%}]").format(group=names.get(g, g), **r)
         for g, r in c["groups"].items()
     )
     return _(
@@ -244,8 +241,7 @@ def _seed_figure(translator, corpus, h: dict, heads: dict):
         caption = _("too {word}: encoder self-attention, layer {layer} head {head}").format(
             word=word, layer=e_layer + 1, head=e_head + 1)  # fmt: skip
         panels.append((caption, maps.encoder_self[e_layer, e_head], maps.source, maps.source))
-    return attention_panels(panels, title=_("the animal didn't cross the street because it was "
-                                            "too tired / wide"))  # fmt: skip
+    return attention_panels(panels, title=_("the seed sentences with the head found"))
 
 
 def _heads_figure(heads: dict):
