@@ -101,12 +101,12 @@ def test_errors_say_what_to_do(imported, tmp_path, capsys, monkeypatch):
                  str(tmp_path / "x")]) == 1  # fmt: skip
     err = capsys.readouterr().err
     assert "https://huggingface.co/no-such-owner/no-such-model-x" in err
-    assert "into a folder and pass that folder instead" in err
+    assert "into a folder (e.g. ./no-such-model-x) and pass that folder instead" in err
     monkeypatch.chdir(tmp_path)  # a relative path that is no folder here: maybe a hub name
     assert main(["lm", "generate", "--checkpoint", "runs/lm", "--prompt", "x"]) == 1
     err = capsys.readouterr().err
     assert "'runs/lm' is not a folder: --checkpoint must be a folder written by `attnkit lm" in err
-    assert "vocab.json, merges.txt, tokenizer.json) from https://huggingface.co/runs/lm" in err
+    assert "vocab.json, merges.txt, tokenizer.json from https://huggingface.co/runs/lm" in err
     bare = tmp_path / "bare"  # weights, no tokenizer: a model, but nothing to read text with
     bare.mkdir()
     for name in ("config.json", "model.safetensors"):

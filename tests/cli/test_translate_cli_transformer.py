@@ -92,9 +92,9 @@ def test_unknown_words_are_an_error_unless_allowed(checkpoint, tmp_path, capsys,
 
 
 def test_max_len_is_checked_against_the_model_config(checkpoint, capsys):
-    assert main(_run(checkpoint, SENTENCE, "--max-len", "999")) == 1
+    assert main(_run(checkpoint, SENTENCE, "--max-len", "1000")) == 1
     err = capsys.readouterr().err
-    assert "max_len=1000" in err and "at most 998" in err
+    assert "max_len=1000" in err and "at most 999" in err
     assert "PositionalEncoding" not in err
     assert main(_run(checkpoint, SENTENCE, "--max-len", "3", "--beam", "2")) == 0
     assert len(capsys.readouterr().out.split()) <= 3

@@ -26,11 +26,14 @@ def imported(tmp_path_factory):
 
 
 def _hf_greedy_texts(folder, sentences, max_new_tokens=20) -> list[str]:
+    """HF's greedy generate at ``max_new_tokens``, the folder's generation config as it is
+    (``</s>`` forced at the last step), ``<pad>`` banned as OPUS-MT's configs ban it (the
+    tiny folder, saved by transformers 5, does not list it)."""
     model, tok = hf_model(folder), hf_tokenizer(folder)
     batch = tok(sentences, return_tensors="pt", padding=True)
     with torch.no_grad():
         out = model.generate(**batch, num_beams=1, do_sample=False, max_new_tokens=max_new_tokens,
-                             forced_eos_token_id=None, bad_words_ids=[[tok.pad_token_id]])  # fmt: skip
+                             bad_words_ids=[[tok.pad_token_id]])  # fmt: skip
     return tok.batch_decode(out, skip_special_tokens=True)
 
 
@@ -38,7 +41,7 @@ def test_imported_checkpoint_and_folder_translate_as_hf(imported):
     expected = _hf_greedy_texts(marian_folder(), SENTENCES)
     for source in (imported, marian_folder()):  # the checkpoint, and the folder directly
         tr = Translator.load(source)
-        hyps = tr.translate(SENTENCES, max_len=19)  # 19 tokens + </s>: 20 decoder steps
+        hyps = tr.translate(SENTENCES, max_len=20)  # 20 new tokens, </s> included
         assert [h.text for h in hyps] == expected
     cfg = json.loads((imported / "config.json").read_text())
     assert cfg["arch"] == "transformer" and cfg["model_config"]["positions_layout"] == "halves"

@@ -104,9 +104,10 @@ def test_check_names_the_input_line(translator, tiny_data):
 def test_decode_steps_is_checked_against_the_model(tiny_data, tiny_model):
     assert Translator(tiny_model(), tiny_data).decode_steps() == tiny_data.max_len + 2
     small = Translator(tiny_model(), tiny_data, model_config={"max_len": 10})
-    assert small.decode_steps() == 9 and small.decode_steps(8) == 9
-    with pytest.raises(ValueError, match="max_len=10 positions, so --max-len can be at most 8"):
-        small.decode_steps(9)
+    # --max-len N: at most N new tokens, <eos> included (transformers' max_new_tokens)
+    assert small.decode_steps() == 9 and small.decode_steps(8) == 8 and small.decode_steps(9) == 9
+    with pytest.raises(ValueError, match="max_len=10 positions, so --max-len can be at most 9"):
+        small.decode_steps(10)
 
 
 @pytest.mark.parametrize("beam", [None, 3])

@@ -15,7 +15,10 @@ linear layers with int8 weights (CPU); ``--heatmap PNG`` draws a Transformer's a
 every new token over its context (the explorer's rows, ``attnkit.serve.lm_service``).
 ``--temperature 0`` (the default) is greedy; ``--seed`` repeats a sample.
 A prompt longer than a Transformer's context is cut, with a warning on stderr, where its
-positions extrapolate (RoPE, ALiBi, none), and refused otherwise.
+positions extrapolate (RoPE, ALiBi, none), and refused otherwise. Generation stops, as
+transformers' ``generate`` does, at the model's end-of-text id (a GPT-2's
+``<|endoftext|>``; ``--ignore-eos`` goes on past it), and, for positions that stop at the
+context (learned, sinusoidal: GPT-2's), when the context is full, said on stderr.
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ def register_generate(verbs) -> None:
                           "in (0, 1]"))  # fmt: skip
     g.add_argument("--seed", type=int, default=None,
                    help=_("seed of the sampling (the same seed: the same sample)"))  # fmt: skip
+    g.add_argument("--ignore-eos", action="store_true",
+                   help=_("go on past the model's end-of-text token (GPT-2's <|endoftext|>); "
+                          "default: stop there"))  # fmt: skip
     g.add_argument("--batch-size", type=int, default=32, metavar="B",
                    help=_("--input prompts generated together (default 32)"))  # fmt: skip
     g.add_argument("--device", default="cpu")
@@ -140,8 +146,8 @@ def _warn_on_stderr(message, category, filename, lineno, file=None, line=None) -
 
 def run_generate(a: argparse.Namespace) -> int:
     from attnkit.data.lm import normalize_line
-    from attnkit.inference.generation import PromptCutWarning, generate
-    from attnkit.inference.loading import load_lm_checkpoint, load_lm_tokenizer
+    from attnkit.inference.generation import ContextFullWarning, PromptCutWarning, generate
+    from attnkit.inference.loading import lm_eos_id, load_lm_checkpoint, load_lm_tokenizer
 
     options = _options(a)
     heatmap = None if a.heatmap is None else _heatmap_path(a)
@@ -161,9 +167,12 @@ def run_generate(a: argparse.Namespace) -> int:
     prompts = _prompts(a, normalize)
     if heatmap is not None:
         return _with_heatmap(model, vocab, config, tokenizer, prompts[0], a, options, heatmap)
-    kwargs = {"max_new_tokens": a.max_new_tokens, "device": a.device, **codec, **options}
+    eos = None if a.ignore_eos else lm_eos_id(config, tokenizer)
+    kwargs = {"max_new_tokens": a.max_new_tokens, "device": a.device, "eos_id": eos,
+              "stop_at_context": True, **codec, **options}  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("always", PromptCutWarning)
+        warnings.simplefilter("always", ContextFullWarning)
         warnings.showwarning = _warn_on_stderr  # one line, as it happens (restored on exit)
         if a.prompt is not None:  # streamed: the prompt, then each token as it comes
             _stream(model, prompts[0], kwargs)

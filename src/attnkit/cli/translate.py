@@ -129,6 +129,7 @@ def register(sub) -> None:
     e.add_argument("--beam", type=int, default=None, metavar="N",
                    help=_("beam search with N hypotheses (length penalty 0.6); default "
                           "greedy"))  # fmt: skip
+    e.add_argument("--max-len", type=int, default=None, metavar="N", help=_(MAX_LEN_HELP))
     e.add_argument("--device", default="cpu")
     e.add_argument("--int8", action="store_true", help=_(INT8_HELP))
     e.add_argument("--debug", action="store_true", help=_("show tracebacks"))
@@ -189,8 +190,7 @@ def register(sub) -> None:
                    help=_("beam search of width K"))  # fmt: skip
     r.add_argument("--length-penalty", type=float, default=0.6,
                    help=_("GNMT alpha for --beam"))  # fmt: skip
-    r.add_argument("--max-len", type=int, default=None,
-                   help=_("most target tokens (+ <eos>)"))  # fmt: skip
+    r.add_argument("--max-len", type=int, default=None, metavar="N", help=_(MAX_LEN_HELP))
     r.add_argument(
         "--allow-unknown",
         action="store_true",
@@ -203,6 +203,8 @@ def register(sub) -> None:
 
 
 INT8_HELP = N_("linear layers in int8 (CPU): faster in batches, a few outputs change")
+MAX_LEN_HELP = N_("at most N new tokens, <eos> included (as transformers' max_new_tokens); "
+                  "default: the model's length limit")  # fmt: skip
 
 
 def _data_flags(data) -> None:

@@ -82,7 +82,8 @@ def _export_hf(args: argparse.Namespace) -> int:
     if out.exists():
         raise ValueError(_("{out} exists: --to hf writes a new folder").format(out=out))
     translator = Translator.load(args.checkpoint)
-    note = export_marian(translator.model, translator.data, out)
+    generation = translator.config.get("generation_config")  # the source folder's
+    note = export_marian(translator.model, translator.data, out, generation=generation)
     print(_("exported {checkpoint} to {out} (Hugging Face MarianMT): "
             "MarianMTModel.from_pretrained({path}); {note}")
           .format(checkpoint=args.checkpoint, out=out, path=repr(str(out)), note=note))  # fmt: skip

@@ -50,6 +50,8 @@ def run_eval(args: argparse.Namespace) -> int:
                          .format(n=args.limit))  # fmt: skip
     if args.examples < 0:
         raise ValueError(_("--examples must be 0 or more, got {n}").format(n=args.examples))
+    if args.max_len is not None and args.max_len < 1:
+        raise ValueError(_("--max-len must be positive, got {n}").format(n=args.max_len))
     if args.beam is not None and args.beam < 1:
         raise ValueError(_("--beam must be at least 1, got {n}").format(n=args.beam))
     check_device(args.device)
@@ -74,7 +76,7 @@ def run_eval(args: argparse.Namespace) -> int:
             .format(data=data_args.get("data") or _("generated"), checkpoint=args.checkpoint)
         )  # fmt: skip
     translator = Translator(model, data, model_config=cfg.get("model_config"), arch=cfg["arch"])
-    ev = translator.evaluate(args.split, args.limit, beam=args.beam)
+    ev = translator.evaluate(args.split, args.limit, beam=args.beam, max_len=args.max_len)
     for src, hyp, ref in list(zip(ev.sources, ev.hyps, ev.refs))[: args.examples]:
         print(_("{src} => {hyp}   (reference: {ref})").format(src=src, hyp=hyp, ref=ref))
     search = _("greedy") if args.beam is None else _("beam {k}").format(k=args.beam)

@@ -23,9 +23,14 @@ vocab_size, N n_positions, L n_layer. The weights map one to one (HF's ``Conv1D`
 (biases as they are; names with or without the ``transformer.`` prefix; ``lm_head.weight``
 must equal ``wte.weight``; the causal-mask buffers ``attn.bias``/``attn.masked_bias`` of old
 files are skipped). What does not map is refused with the reason (``GPT2_REFUSED``): layer-
-index scaling, reordered/upcast attention, unscaled scores, cross-attention, untied output
-embeddings, an activation outside ``HF_ACTIVATIONS``. The three dropout rates become the
-model's one ``dropout`` (``resid_pdrop``); they act in training only.
+index scaling, unscaled scores, cross-attention, untied output embeddings, an activation
+outside ``HF_ACTIVATIONS``. The three dropout rates become the model's one ``dropout``
+(``resid_pdrop``); they act in training only. ``reorder_and_upcast_attn`` is accepted: it
+computes the scores in float32 under autocast, which a float32 model does anyway.
+
+The model's end-of-text id (``gpt2_eos_id``: generation_config.json's ``eos_token_id``,
+else config.json's, else the tokenizer's ``<|endoftext|>``) is recorded with it, so that
+``attnkit lm generate`` stops there as transformers' ``generate`` does.
 """
 
 from __future__ import annotations
@@ -39,8 +44,17 @@ import torch
 from torch import Tensor
 
 from attnkit.convert.gpt2_tokenizer import GPT2BPETokenizer, has_gpt2_tokenizer
-from attnkit.convert.hf_files import HFSourceError, read_config, read_weights, resolve_source
-from attnkit.i18n import N_, _
+from attnkit.convert.hf_files import (
+    HFSourceError,
+    check_not_lfs_pointer,
+    hf_model_type,
+    read_config,
+    read_generation_config,
+    read_weights,
+    resolve_source,
+    weights_name,
+)
+from attnkit.i18n import N_, _, ngettext
 from attnkit.models.activations import HF_ACTIVATIONS
 from attnkit.models.decoder_lm import DecoderLM, DecoderLMConfig
 
@@ -49,6 +63,7 @@ __all__ = [
     "GPT2_REFUSED",
     "GPT2_TOKENIZER_FILES",
     "gpt2_config",
+    "gpt2_eos_id",
     "gpt2_model",
     "gpt2_state_dict",
     "hf_gpt2_names",
@@ -75,8 +90,6 @@ GPT2_REFUSED: dict[str, tuple[Any, str]] = {
         True, N_("unscaled attention scores (attnkit scales by 1/sqrt(head width))")),
     "scale_attn_by_inverse_layer_idx": (False, N_(
         "scores also divided by the layer index + 1 (attnkit's attention has no such scale)")),
-    "reorder_and_upcast_attn": (False, N_(
-        "attention reordered and upcast to float32 under autocast (attnkit does not)")),
     "add_cross_attention": (False, N_("cross-attention blocks (attnkit's LM is decoder-only)")),
     "tie_word_embeddings": (
         True, N_("an output layer of its own (attnkit ties it to the embedding)")),
@@ -167,23 +180,24 @@ def gpt2_state_dict(
         message = _("{where} are not GPT-2 weights of this config.json ({listed})")
         raise ValueError(message.format(where=where, listed="; ".join(s for s in said if s)))
     shapes = _shapes(config)
-    state = {}
+    state, wrong = {}, []
     for ours, (theirs, transposed) in names.items():
         t = hf[theirs].t() if transposed else hf[theirs]
         if tuple(t.shape) != shapes[ours]:
-            stored = tuple(hf[theirs].shape)
-            message = _(
-                "{where}: {theirs} has shape {stored}, expected {expected} for config.json's sizes"
-            )
-            raise ValueError(
-                message.format(
-                    where=where,
-                    theirs=theirs,
-                    stored=stored,
-                    expected=shapes[ours][::-1] if transposed else shapes[ours],
-                )
-            )
+            expected = shapes[ours][::-1] if transposed else shapes[ours]
+            wrong.append((theirs, tuple(hf[theirs].shape), expected))
         state[ours] = t.contiguous()
+    if wrong:
+        (theirs, stored, expected), n = wrong[0], len(wrong) - 1
+        more = ngettext(" (and {n} more tensor)", " (and {n} more tensors)", n).format(n=n)
+        message = _(
+            "{where}: {theirs} has shape {stored}, expected {expected} for config.json's "
+            "sizes{more}: the config does not match the weights; use the config.json that "
+            "came with them"
+        )
+        more = more if n else ""
+        fields = dict(where=where, theirs=theirs, stored=stored, expected=expected, more=more)
+        raise ValueError(message.format(**fields))
     wte = hf["wte.weight"]  # (V, D)
     if head is not None and not (
         head is wte  # a live model's state dict: the one tied tensor
@@ -210,7 +224,8 @@ def gpt2_model(source: str | os.PathLike, *, device: torch.device | str = "cpu")
     (no tokenizer files needed), float32, in eval mode, plain ``nn.Linear`` layers."""
     folder = resolve_source(source)
     config = gpt2_config(read_config(folder), f"{folder / 'config.json'}")
-    state = gpt2_state_dict(read_weights(folder), config, f"the weights in {folder}")
+    where = _("the weights in {file}").format(file=weights_name(folder))
+    state = gpt2_state_dict(read_weights(folder), config, where)
     with torch.device("meta"):
         model = DecoderLM(config)  # no initialization drawn: every tensor is assigned
     model.load_state_dict({k: v.float() for k, v in state.items()}, assign=True)
@@ -224,6 +239,7 @@ def load_gpt2(
     :func:`gpt2_model`, its byte-level BPE (None with ``tokenizer=False``; a folder
     without tokenizer files is an error) and config.json as a dict."""
     folder = resolve_source(source, files=GPT2_TOKENIZER_FILES)
+    hf_model_type(folder, {"gpt2": N_("GPT-2 language models")})
     model = gpt2_model(folder, device=device)  # first: what does not map is said first
     tok = None
     if tokenizer:
@@ -233,6 +249,8 @@ def load_gpt2(
                 "vocab.json and merges.txt, beside config.json"
             )
             raise HFSourceError(message.format(folder=folder))
+        for name in GPT2_TOKENIZER_FILES:
+            check_not_lfs_pointer(folder / name)
         tok = GPT2BPETokenizer.from_folder(folder)
     if tok is not None and len(tok) > model.vocab_size:
         message = _("{folder}: the tokenizer has {tokens} tokens, the model only {vocab_size}")
@@ -242,12 +260,28 @@ def load_gpt2(
     return model, tok, read_config(folder)
 
 
-def lm_record(model: DecoderLM, tokenizer_meta: dict[str, Any], source: str) -> dict[str, Any]:
+def gpt2_eos_id(folder: str | os.PathLike, tokenizer: GPT2BPETokenizer | None = None) -> Any:
+    """The end-of-text id(s) generation stops at, as transformers' ``generate`` reads them:
+    generation_config.json's ``eos_token_id``, else config.json's, else the tokenizer's
+    ``<|endoftext|>``; an int, a list of ints, or None (none known)."""
+    for found in (read_generation_config(folder), read_config(folder)):
+        if found.get("eos_token_id") is not None:
+            return found["eos_token_id"]
+    return None if tokenizer is None else tokenizer.eos_id
+
+
+def lm_record(
+    model: DecoderLM, tokenizer_meta: dict[str, Any], source: str, eos_token_id: Any = None
+) -> dict[str, Any]:
     """What an imported model's config.json records (as ``attnkit lm train``'s: task,
-    arch, the model's fields; the tokenizer's file; where it came from)."""
-    return {"task": "lm", "arch": "transformer", **model.config.to_dict(),
-            "tokenizer": "gpt2-bpe", "tokenizer_model": tokenizer_meta,
-            "imported_from": {"format": "hf", "model_type": "gpt2", "source": source}}  # fmt: skip
+    arch, the model's fields; the tokenizer's file; where it came from; the end-of-text
+    id generation stops at)."""
+    record = {"task": "lm", "arch": "transformer", **model.config.to_dict(),
+              "tokenizer": "gpt2-bpe", "tokenizer_model": tokenizer_meta,
+              "imported_from": {"format": "hf", "model_type": "gpt2", "source": source}}  # fmt: skip
+    if eos_token_id is not None:
+        record["eos_token_id"] = eos_token_id
+    return record
 
 
 def import_gpt2(
@@ -266,7 +300,8 @@ def import_gpt2(
     if (out / "config.json").exists() and not overwrite:
         message = _("{out} already holds a checkpoint: pass --overwrite to replace it")
         raise FileExistsError(message.format(out=out))
-    model, tok, _found = load_gpt2(source)
+    folder = resolve_source(source, files=GPT2_TOKENIZER_FILES)
+    model, tok, _found = load_gpt2(folder)
     params = sum(p.numel() for p in model.parameters())
     c = model.config
     line = _("GPT-2: {layers} blocks, d_model {d_model}, {heads} heads, context {context}, "
@@ -275,4 +310,5 @@ def import_gpt2(
                     context=c.context_length, vocab=c.vocab_size, params=params))  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     meta = tok.save(out)
-    return save_checkpoint(out, lm_record(model, meta, os.fspath(source)), model.state_dict())
+    record = lm_record(model, meta, os.fspath(source), gpt2_eos_id(folder, tok))
+    return save_checkpoint(out, record, model.state_dict())

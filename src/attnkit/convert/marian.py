@@ -36,20 +36,31 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attnkit.convert.hf_files import read_config, read_weights, resolve_source
+from attnkit.convert.hf_files import (
+    check_shapes,
+    hf_model_type,
+    read_config,
+    read_generation_config,
+    read_weights,
+    resolve_source,
+    weights_name,
+)
 from attnkit.i18n import N_, _
 from attnkit.models.activations import HF_ACTIVATIONS
 from attnkit.models.seq2seq import EncoderDecoder
 from attnkit.models.transformer import TransformerConfig, build_transformer
 
 __all__ = [
+    "MARIAN_DEFAULTS",
     "MARIAN_FILES",
     "MarianMappingError",
     "attnkit_state_dict",
     "import_marian",
     "marian_config",
     "marian_data",
+    "marian_hf_shapes",
     "marian_model",
+    "source_generation_config",
 ]
 
 MARIAN_FILES = ("source.spm", "target.spm", "vocab.json", "tokenizer_config.json")
@@ -77,6 +88,16 @@ _ATTENTIONS = {
 }
 
 
+# MarianConfig's defaults (transformers' configuration_marian.py): what a missing key means
+MARIAN_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 58101, "max_position_embeddings": 1024, "d_model": 1024,
+    "encoder_layers": 12, "decoder_layers": 12, "encoder_attention_heads": 16,
+    "decoder_attention_heads": 16, "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096,
+    "activation_function": "gelu", "dropout": 0.1, "scale_embedding": False,
+    "share_encoder_decoder_embeddings": True, "tie_word_embeddings": True,
+}  # fmt: skip
+
+
 class MarianMappingError(ValueError):
     """A MarianMT model attnkit's Transformer cannot hold; the message says why."""
 
@@ -88,10 +109,10 @@ def marian_config(hf: dict[str, Any], *, where: str = "config.json") -> Transfor
         message = _("{where}: model_type {model_type!r} is not 'marian'")
         raise MarianMappingError(message.format(where=where, model_type=hf.get("model_type")))
 
-    def get(key: str, default: Any = None) -> Any:
-        if key not in hf and default is None:
-            raise MarianMappingError(_("{where} has no {key!r}").format(where=where, key=key))
-        return hf.get(key, default)
+    hf = {**MARIAN_DEFAULTS, **{k: v for k, v in hf.items() if v is not None}}
+
+    def get(key: str) -> Any:
+        return hf[key]
 
     pairs = [("encoder_layers", "decoder_layers"), ("encoder_attention_heads",
              "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")]  # fmt: skip
@@ -118,7 +139,7 @@ def marian_config(hf: dict[str, Any], *, where: str = "config.json") -> Transfor
             "models with one vocabulary"
         )
         raise MarianMappingError(message.format(where=where, dec_vocab=dec_vocab, vocab=vocab))
-    act = get("activation_function", "swish")
+    act = get("activation_function")
     if act not in HF_ACTIVATIONS:
         message = _(
             "{where}: activation_function {act!r} has no attnkit counterpart; attnkit maps {listed}"
@@ -131,13 +152,13 @@ def marian_config(hf: dict[str, Any], *, where: str = "config.json") -> Transfor
         num_heads=int(hf["encoder_attention_heads"]),
         num_layers=int(hf["encoder_layers"]),
         d_ff=int(hf["encoder_ffn_dim"]),
-        dropout=float(hf.get("dropout", 0.1)),
+        dropout=float(hf["dropout"]),
         max_len=int(get("max_position_embeddings")),
         pre_norm=False,
         bias=True,
         activation=HF_ACTIVATIONS[act],
         positions_layout="halves",
-        scale_embedding=bool(hf.get("scale_embedding", False)),
+        scale_embedding=bool(hf["scale_embedding"]),
         tie_embeddings=_tied(hf),
     )
 
@@ -232,20 +253,55 @@ def _same(a: Tensor, b: Tensor) -> bool:
     return bool(torch.equal(a, b))
 
 
+def marian_hf_shapes(config: TransformerConfig, vocab_size: int) -> dict[str, tuple[int, ...]]:
+    """The shape of every MarianMTModel tensor (by its Hugging Face name, ``model.``
+    prefixed) that ``config`` and ``vocab_size`` imply; checked before the mapping, so that
+    a config.json that does not match its weights is said in the file's own names."""
+    V, D, F = vocab_size, config.d_model, config.d_ff
+    shapes: dict[str, tuple[int, ...]] = {
+        name: (V, D) for name in ("model.shared.weight", "model.encoder.embed_tokens.weight",
+                                  "model.decoder.embed_tokens.weight", "lm_head.weight")
+    }  # fmt: skip
+    shapes["final_logits_bias"] = (1, V)
+    for side in ("encoder", "decoder"):
+        for i in range(config.num_layers):
+            src = f"model.{side}.layers.{i}."
+            for hf_name in _ATTENTIONS[side]:
+                for p in ("q", "k", "v", "out"):
+                    shapes[f"{src}{hf_name}.{p}_proj.weight"] = (D, D)
+                    shapes[f"{src}{hf_name}.{p}_proj.bias"] = (D,)
+            for hf_name in _LAYER_NORMS[side]:
+                shapes[f"{src}{hf_name}.weight"] = shapes[f"{src}{hf_name}.bias"] = (D,)
+            shapes.update({f"{src}fc1.weight": (F, D), f"{src}fc1.bias": (F,),
+                           f"{src}fc2.weight": (D, F), f"{src}fc2.bias": (D,)})  # fmt: skip
+    return shapes
+
+
+def _setting(hf: dict[str, Any], key: str) -> Any:
+    """config.json's ``key``, or transformers' default when it is missing."""
+    value = hf.get(key)
+    return MARIAN_DEFAULTS[key] if value is None else value
+
+
 def marian_model(folder: str | os.PathLike) -> EncoderDecoder:
     """The attnkit Transformer of a MarianMT folder (config.json + weights; no tokenizer
     files needed), float32, in eval mode, on the CPU, not prepacked.
 
     Raises:
-        HFSourceError: no such folder, no config.json or weights.
+        HFSourceError: no such folder, no config.json or weights, weights that cannot be
+            read or whose shapes are not config.json's (said in the file's tensor names).
         MarianMappingError: a model that does not map (the message says what).
     """
     folder = Path(folder)
     hf = read_config(folder)
     config = marian_config(hf, where=str(folder / "config.json"))
-    V = int(hf["vocab_size"])
+    V = int(_setting(hf, "vocab_size"))
+    file = weights_name(folder)
+    weights = _strip_prefix(read_weights(folder))
+    check_shapes(weights, marian_hf_shapes(config, V), file)
     model = build_transformer(config, V, V)
-    state = attnkit_state_dict(read_weights(folder), config, where=f"{folder}'s weights")
+    where = _("the weights in {file}").format(file=file)
+    state = attnkit_state_dict(weights, config, where=where)
     state = {k: v.float() for k, v in state.items()}
     model.load_state_dict(state, strict=True)
     return model.eval()
@@ -260,19 +316,18 @@ def marian_data(folder: str | os.PathLike, hf: dict[str, Any] | None = None):
     folder = Path(folder)
     hf = read_config(folder) if hf is None else hf
     tokenizer = MarianTokenizer.from_folder(folder, hf)
-    if len(tokenizer.src_vocab) != int(hf["vocab_size"]):
+    vocab_size = int(_setting(hf, "vocab_size"))
+    if len(tokenizer.src_vocab) != vocab_size:
         message = _(
             "{folder}: vocab.json lists {pieces} pieces but config.json's "
             "vocab_size is {vocab_size}"
         )
         raise MarianMappingError(
-            message.format(
-                folder=folder, pieces=len(tokenizer.src_vocab), vocab_size=hf["vocab_size"]
-            )
+            message.format(folder=folder, pieces=len(tokenizer.src_vocab), vocab_size=vocab_size)
         )
     return TranslationData(
         tokenizer.src_vocab, tokenizer.tgt_vocab, [], [], [],
-        int(hf["max_position_embeddings"]), source="huggingface", tokenizer=tokenizer,
+        int(_setting(hf, "max_position_embeddings")), source="huggingface", tokenizer=tokenizer,
     )  # fmt: skip
 
 
@@ -284,18 +339,40 @@ def load_marian(folder: str | os.PathLike) -> tuple[EncoderDecoder, Any, dict[st
     folder = Path(folder)
     model = marian_model(folder)
     data = marian_data(folder)
-    cfg = _checkpoint_config(folder, model, data)
+    cfg = _checkpoint_config(folder, model, data, folder)
     cfg["data"]["tokenizer"] = data.tokenizer.folder_meta(folder)
     return model, data, cfg
 
 
-def _checkpoint_config(source, model, data) -> dict[str, Any]:
+# GenerationConfig's fields a config.json written before generation_config.json held
+_GENERATION_KEYS = (
+    "bad_words_ids", "bos_token_id", "decoder_start_token_id", "eos_token_id",
+    "forced_bos_token_id", "forced_eos_token_id", "pad_token_id", "max_length", "min_length",
+    "max_new_tokens", "num_beams", "length_penalty", "early_stopping", "no_repeat_ngram_size",
+    "repetition_penalty", "renormalize_logits", "do_sample", "temperature", "top_k", "top_p",
+    "num_return_sequences",
+)  # fmt: skip
+
+
+def source_generation_config(folder: str | os.PathLike) -> dict[str, Any]:
+    """How the folder's model is meant to generate: its generation_config.json, or, for a
+    folder written before that file existed, config.json's generation keys (what
+    transformers derives it from). An export writes it back (``num_beams`` 4 stays 4)."""
+    found = read_generation_config(folder)
+    if found:
+        return found
+    hf = read_config(folder)
+    return {k: hf[k] for k in _GENERATION_KEYS if hf.get(k) is not None}
+
+
+def _checkpoint_config(source, model, data, folder) -> dict[str, Any]:
     return {
         "task": "translation",
         "arch": "transformer",
         "model_config": dataclasses.asdict(model.encoder.config),
         "data": data.to_dict(),
         "imported_from": {"format": "huggingface-marian", "source": str(source)},
+        "generation_config": source_generation_config(folder),
         "epoch": 0,
         "step": 0,
     }
@@ -303,12 +380,14 @@ def _checkpoint_config(source, model, data) -> dict[str, Any]:
 
 def import_marian(source: str | os.PathLike, out: str | os.PathLike) -> Path:
     """Write the MarianMT model ``source`` (a folder or a hub name) as an attnkit checkpoint
-    folder ``out`` (the one format: config.json, model weights, the tokenizer's files)."""
+    folder ``out`` (the one format: config.json, model weights, the tokenizer's files; the
+    source's generation settings kept in config.json's "generation_config")."""
     from attnkit.checkpoint import save_checkpoint
 
     folder = resolve_source(source, files=("*.spm", "vocab.json", "tokenizer_config.json"))
+    hf_model_type(folder, {"marian": N_("MarianMT translators")})
     model, data = marian_model(folder), marian_data(folder)
-    cfg = _checkpoint_config(str(source), model, data)
+    cfg = _checkpoint_config(str(source), model, data, folder)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     data.tokenizer.save(out)  # beside config.json, before it names them

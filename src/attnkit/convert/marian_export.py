@@ -207,7 +207,9 @@ def _tokenizer_files(data, out: Path) -> str:
     )
 
 
-def export_marian(model: nn.Module, data, out: str | os.PathLike) -> str:
+def export_marian(
+    model: nn.Module, data, out: str | os.PathLike, *, generation: dict[str, Any] | None = None
+) -> str:
     """Write ``model`` (an attnkit Transformer translator) and what maps of ``data``'s
     tokenizer as a MarianMT folder ``out``; return a one-line note on the tokenizer.
 
@@ -215,6 +217,10 @@ def export_marian(model: nn.Module, data, out: str | os.PathLike) -> str:
         model: the translator (float weights; prepacked layers are plain ones).
         data: its ``TranslationData`` (special ids, suppressed ids, tokenizer).
         out: the folder to write (created).
+        generation: the generation settings of the model's source folder (an imported
+            model's ``config["generation_config"]``): written back as they came, over
+            the ids attnkit decodes with (``num_beams`` 4 stays 4, ``max_length``,
+            ``bad_words_ids`` ...). None: attnkit's own (greedy, the model's length).
 
     Raises:
         MarianMappingError: a model Marian cannot compute (the message says why).
@@ -227,6 +233,8 @@ def export_marian(model: nn.Module, data, out: str | os.PathLike) -> str:
     out.mkdir(parents=True, exist_ok=True)
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
     (out / "config.json").write_text(json.dumps(hf, indent=2))
-    generation = _generation_config(hf, tuple(getattr(data, "suppress_ids", ())))
-    (out / "generation_config.json").write_text(json.dumps(generation, indent=2))
+    settings = _generation_config(hf, tuple(getattr(data, "suppress_ids", ())))
+    if generation:
+        settings.update(generation)
+    (out / "generation_config.json").write_text(json.dumps(settings, indent=2))
     return _tokenizer_files(data, out)

@@ -17,9 +17,16 @@ What it does, as transformers' ``MarianTokenizer`` (5.x) does on a shared vocabu
   *source* model (transformers 5 decodes with it when the vocabulary is shared), "▁" made a
   space, the ends stripped.
 
-Not done: HF runs sacremoses' punctuation normalizer first when sacremoses is installed
-(OPUS-MT's preprocessing); without it (attnkit does not depend on it) HF does nothing there
-either. ``separate_vocabs`` tokenizers (two vocabularies) are refused with the reason.
+- decoding: ``</s>`` is forced at the last allowed step when the model's generation config
+  says so (``forced_eos_token_id``, Marian's default: :attr:`MarianTokenizer.forced_eos`), as
+  transformers' ``generate`` does.
+
+Punctuation: transformers' ``MarianTokenizer`` has a ``normalize(text)`` method, sacremoses'
+``MosesPunctNormalizer(source_lang)`` when sacremoses is installed (OPUS-MT's training data
+went through Moses' punctuation normalizer), but its ``tokenizer(text)`` does not call it
+(transformers 5; tested): :meth:`MarianTokenizer.normalize` is that method, and
+:meth:`MarianTokenizer.encode_source` takes the text as transformers' call does.
+``separate_vocabs`` tokenizers (two vocabularies) are refused with the reason.
 """
 
 from __future__ import annotations
@@ -94,6 +101,9 @@ class MarianTokenizer:
         special_ids: ids of ``bos`` (the decoder's start: Marian's
             ``decoder_start_token_id``, its pad), ``eos``, ``pad`` and ``unk``.
         suppress_ids: ids decoding never emits (pad, config.json's ``bad_words_ids``).
+        forced_eos: whether decoding ends with ``</s>`` at its last allowed step when the
+            sentence has not ended (the generation config's ``forced_eos_token_id``).
+        source_lang: the source language (tokenizer_config.json's), for :meth:`normalize`.
     """
 
     kind = "marian"
@@ -107,6 +117,8 @@ class MarianTokenizer:
         special_ids: dict[str, int],
         suppress_ids: Sequence[int] = (),
         names: tuple[str, str, str] = _FILES,
+        forced_eos: bool = False,
+        source_lang: str | None = None,
     ) -> None:
         self._protos = (source_proto, target_proto)
         self._vocab_json = dict(vocab)
@@ -127,6 +139,8 @@ class MarianTokenizer:
             if not 0 <= i < len(pieces):
                 message = _("suppress id {i} is outside the vocabulary [0, {size})")
                 raise ValueError(message.format(i=i, size=len(pieces)))
+        self.forced_eos = bool(forced_eos)
+        self.source_lang = source_lang
         self.src_vocab = self.tgt_vocab = PieceVocab.of(pieces, self.special_ids["unk"])
         # the ids HF's decode(skip_special_tokens=True) drops: its special tokens
         self._skipped = {self.special_ids[k] for k in ("eos", "pad", "unk")}
@@ -140,16 +154,23 @@ class MarianTokenizer:
         cls, folder: str | os.PathLike, config: dict[str, Any] | None = None
     ) -> MarianTokenizer:
         """The tokenizer of a Hugging Face MarianMT folder: source.spm, target.spm,
-        vocab.json (and tokenizer_config.json when there); special ids and
-        ``bad_words_ids`` from ``config`` (its config.json, read when None)."""
+        vocab.json (and tokenizer_config.json when there); special ids, ``bad_words_ids``
+        and ``forced_eos_token_id`` from ``config`` (its config.json, read when None) and
+        the folder's generation_config.json, which wins where both say (as in
+        transformers' ``generate``)."""
+        from attnkit.convert.hf_files import check_not_lfs_pointer, read_generation_config
+
         folder = Path(folder)
         missing = [n for n in _FILES if not (folder / n).is_file()]
         if missing:
             message = _(
                 "{folder} is not a complete Marian tokenizer: it lacks {missing} (a "
-                "MarianMT folder holds source.spm, target.spm and vocab.json)"
+                "MarianMT folder holds source.spm, target.spm and vocab.json; download "
+                "them from the model's page on https://huggingface.co into {folder})"
             )
             raise FileNotFoundError(message.format(folder=folder, missing=", ".join(missing)))
+        for name in (*_FILES, "tokenizer_config.json"):
+            check_not_lfs_pointer(folder / name)
         settings = _read_json(folder / "tokenizer_config.json", default={})
         if settings.get("separate_vocabs"):
             message = _(
@@ -160,6 +181,7 @@ class MarianTokenizer:
             raise ValueError(message.format(folder=folder))
         if config is None:
             config = _read_json(folder / "config.json", default={})
+        config = {**config, **read_generation_config(folder)}
         vocab = _read_json(folder / "vocab.json")
         unk_token = str(settings.get("unk_token", "<unk>"))
         if unk_token not in vocab:
@@ -173,6 +195,8 @@ class MarianTokenizer:
             special_ids=specials,
             suppress_ids=marian_suppress_ids(config, specials),
             names=tuple(str(folder / n) for n in _FILES),  # type: ignore[arg-type]
+            forced_eos=marian_forced_eos(config, specials),
+            source_lang=settings.get("source_lang"),
         )
 
     def save_folder(self, folder: str | os.PathLike) -> list[str]:
@@ -198,6 +222,27 @@ class MarianTokenizer:
         return [*_FILES, "tokenizer_config.json"]
 
     # ------------------------------------------------------------------ text <-> pieces
+    def normalize(self, text: str) -> str:
+        """transformers' ``MarianTokenizer.normalize``: sacremoses' Moses punctuation
+        normalizer for the source language (``« »`` and curly quotes to ``"``, ``…`` to
+        ``...``, spaces around punctuation as Moses writes them) when sacremoses is
+        installed (``pip install sacremoses``), else the text as it is; ``""`` stays ``""``.
+        Not applied by :meth:`encode_source` (transformers' ``tokenizer(text)`` does not
+        apply it either): call it first to feed the model OPUS-MT's training-time
+        punctuation."""
+        if not text:
+            return ""
+        normalizer = getattr(self, "_punct", None)
+        if normalizer is None:
+            try:
+                from sacremoses import MosesPunctNormalizer
+
+                normalizer = MosesPunctNormalizer(self.source_lang).normalize
+            except (ImportError, FileNotFoundError):
+                normalizer = str
+            self._punct = normalizer
+        return normalizer(text)
+
     @staticmethod
     def normalize_source(text: str) -> str:
         """Source text as Marian takes it: as it is (cased; no lower-casing as attnkit's
@@ -260,6 +305,8 @@ class MarianTokenizer:
             "vocab_sizes": [len(self.src_vocab), len(self.tgt_vocab)],
             "special_ids": dict(self.special_ids),
             "suppress_ids": list(self.suppress_ids),
+            "forced_eos": self.forced_eos,
+            "source_lang": self.source_lang,
             "files": list(files),
             "sha256": [hashlib.sha256(d).hexdigest() for d in files.values()],
         }
@@ -298,6 +345,8 @@ class MarianTokenizer:
             special_ids=dict(meta["special_ids"]),
             suppress_ids=meta.get("suppress_ids", ()),
             names=tuple(str(p) for _, p in found),  # type: ignore[arg-type]
+            forced_eos=bool(meta.get("forced_eos", True)),  # Marian's default (older records)
+            source_lang=meta.get("source_lang"),
         )
 
 
@@ -346,3 +395,12 @@ def marian_suppress_ids(config: dict[str, Any], specials: dict[str, int]) -> lis
         if isinstance(words, list) and len(words) == 1 and isinstance(words[0], int):
             ids.add(words[0])
     return sorted(ids)
+
+
+def marian_forced_eos(config: dict[str, Any], specials: dict[str, int]) -> bool:
+    """Whether decoding forces ``</s>`` at its last allowed step: the generation config's
+    ``forced_eos_token_id`` is the eos id (MarianConfig's default is 0, Marian's eos; null
+    turns it off)."""
+    forced = config.get("forced_eos_token_id", 0)
+    forced = forced if isinstance(forced, list) else [forced]
+    return specials["eos"] in forced

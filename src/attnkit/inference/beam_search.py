@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from attnkit._validate import integer, positive_int, real
+from attnkit._validate import boolean, integer, positive_int, real
 from attnkit.i18n import _
 from attnkit.inference.eval_mode import evaluating
 from attnkit.models.seq2seq import EncoderDecoder
@@ -116,6 +116,8 @@ class BeamSearch:
         length_penalty: GNMT alpha (0 = none; a finite number >= 0).
         suppress: target ids never proposed (their log-probabilities set to -inf after the
             log-softmax, as Hugging Face's ``bad_words_ids``; Marian's pad).
+        force_eos: at the last step, only ``<eos>`` continues a hypothesis, at no cost (its
+            log-probability counted as 0, as transformers' ``forced_eos_token_id``).
 
     Shape:
         call: src (N, S) long, src_len (N,) -> N lists of k hypotheses.
@@ -133,6 +135,7 @@ class BeamSearch:
         length_penalty: float = 0.0,
         *,
         suppress: tuple[int, ...] | list[int] = (),
+        force_eos: bool = False,
     ) -> None:
         self.beam_size = positive_int("beam_size", beam_size)
         self.max_len = positive_int("max_len", max_len)
@@ -140,6 +143,7 @@ class BeamSearch:
         self.eos = integer("eos", eos, minimum=0)
         self.length_penalty = real("length_penalty", length_penalty, at_least=0.0)
         self.suppress = check_suppress(suppress, self.eos)
+        self.force_eos = boolean("force_eos", force_eos)
 
     def _penalty(self, length: Tensor) -> Tensor:
         return ((5.0 + length) / 6.0) ** self.length_penalty
@@ -193,11 +197,14 @@ class BeamSearch:
         out_fin = torch.empty(N, k, dtype=torch.bool, device=device)
         row_sentence = sent[live.nonzero()[:, 0]]  # (R,): each decoder row's sentence
         banned = torch.tensor(self.suppress, dtype=torch.long, device=device)
+        forced = torch.tensor([eos], dtype=torch.long, device=device)
         for t in range(T):
             logits, state = decoder(X, state)  # (R, 1, V): live hypotheses only
             step = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (R, V)
             if self.suppress:
                 step = step.index_fill(-1, banned, float("-inf"))
+            if self.force_eos and t == T - 1:  # only <eos>, free
+                step = torch.full_like(step, float("-inf")).index_fill(-1, forced, 0.0)
             n, c = log_prob.shape[0], min(k, step.shape[-1])
             # Candidates, c per hypothesis (only a hypothesis's own c best can be among its
             # sentence's k best): a live one's best continuations, a finished one's free

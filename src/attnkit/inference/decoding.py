@@ -30,7 +30,14 @@ from attnkit.i18n import _
 from attnkit.inference.beam_search import BeamSearch, check_decode_inputs, check_suppress
 from attnkit.inference.eval_mode import evaluating
 
-__all__ = ["DecodeResult", "Hypothesis", "check_decode_inputs", "greedy_decode", "translate"]
+__all__ = [
+    "DecodeResult",
+    "Hypothesis",
+    "check_decode_inputs",
+    "forced_eos",
+    "greedy_decode",
+    "translate",
+]
 
 
 @dataclass
@@ -69,6 +76,7 @@ def greedy_decode(
     return_attention: bool = False,
     on_step: Callable[[nn.Module], None] | None = None,
     suppress: Sequence[int] = (),
+    force_eos: bool = False,
 ) -> DecodeResult:
     """Greedy (argmax) decoding of a batch, stopping each sentence at ``<eos>``.
 
@@ -83,6 +91,8 @@ def greedy_decode(
             ``predict_seq2seq`` uses it to collect ``decoder.attention_weights``).
         suppress: target ids never chosen (their logits set to -inf before the argmax:
             Marian's pad, its ``bad_words_ids``).
+        force_eos: a sentence still running at the last step ends with ``<eos>`` there
+            (transformers' ``forced_eos_token_id``, which Marian's configs set).
 
     Shape:
         src: (B, S) long; src_len: (B,); attention[i]: (steps_i, src_len_i).
@@ -99,15 +109,19 @@ def greedy_decode(
         message = _("on_step must be callable or None, got {type}")
         raise TypeError(message.format(type=type(on_step).__name__))
     suppress = check_suppress(suppress, eos_id)
+    force_eos = boolean("force_eos", force_eos)
     # Attention modules with fused kernels keep their weights only when recording.
     recording = record_attention(model, on=True) if return_attention else nullcontext()
     with evaluating(model), recording:
         return _greedy(
-            model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step, suppress
-        )
+            model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step, suppress,
+            force_eos,
+        )  # fmt: skip
 
 
-def _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step, suppress):
+def _greedy(
+    model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step, suppress, force_eos
+):
     B, S = src.shape
     device = src.device
     decoder = model.decoder
@@ -126,6 +140,8 @@ def _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_s
         if banned is not None:
             last = last.index_fill(-1, banned, float("-inf"))
         y = last.argmax(dim=-1, keepdim=True)  # (B', 1)
+        if force_eos and t == max_len - 1:
+            y = torch.full_like(y, eos_id)
         out[alive, t] = y[:, 0]
         if attn is not None:
             a = decoder.alignment()
@@ -153,6 +169,15 @@ def _greedy(model, src, src_len, bos_id, eos_id, max_len, return_attention, on_s
     return DecodeResult(tokens, finished, attention)
 
 
+def forced_eos(data) -> bool:
+    """Whether decoding with ``data`` forces ``<eos>`` at the last step: its own
+    ``forced_eos``, else its tokenizer's (an imported Marian model's), else False."""
+    value = getattr(data, "forced_eos", None)
+    if value is None:
+        value = getattr(getattr(data, "tokenizer", None), "forced_eos", False)
+    return value is True
+
+
 def translate(
     model: nn.Module,
     data,
@@ -177,14 +202,16 @@ def translate(
             encodes the sentences and turns ids back into text (words joined by spaces,
             or subword pieces decoded). Its ``special_ids`` (``bos``, ``eos``) and
             ``suppress_ids`` are used when it has them; otherwise the target vocabulary's
-            ``<bos>`` and ``<eos>``, nothing suppressed.
+            ``<bos>`` and ``<eos>``, nothing suppressed. A tokenizer whose ``forced_eos``
+            is true (an imported Marian model's) ends a sentence that reaches ``max_len``
+            with ``<eos>``, as transformers' ``forced_eos_token_id`` does.
         sentences: the source sentences (a list of str, not one str).
         beam: None for greedy decoding, else the beam size of beam search (1 is beam
             search with one hypothesis, which gives greedy's tokens).
         length_penalty: beam search's GNMT alpha (0: rank by raw log-probability); greedy
             decoding ignores it.
-        max_len: the most decoder steps per sentence, ``<eos>`` included (default
-            ``data.max_len + 2``).
+        max_len: the most decoder steps per sentence, ``<eos>`` included: the most new
+            tokens, as transformers' ``max_new_tokens`` (default ``data.max_len + 2``).
         batch_size: sentences per decoding batch.
 
     Shape:
@@ -226,10 +253,11 @@ def translate(
     else:
         bos, eos = data.tgt_vocab["<bos>"], data.tgt_vocab["<eos>"]
     suppress = tuple(getattr(data, "suppress_ids", ()))
+    force = forced_eos(data)
     search = (
         None
         if beam is None
-        else BeamSearch(beam, steps, bos, eos, length_penalty, suppress=suppress)
+        else BeamSearch(beam, steps, bos, eos, length_penalty, suppress=suppress, force_eos=force)
     )
     device = next(model.parameters()).device
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].split()))
@@ -240,8 +268,9 @@ def translate(
         src, src_len = src.to(device), src_len.to(device)
         if search is None:
             res = greedy_decode(
-                model, src, src_len, bos_id=bos, eos_id=eos, max_len=steps, suppress=suppress
-            )
+                model, src, src_len, bos_id=bos, eos_id=eos, max_len=steps, suppress=suppress,
+                force_eos=force,
+            )  # fmt: skip
             best = zip(res.tokens, res.finished)
         else:
             best = ((h[0].tokens, h[0].finished) for h in search(model, src, src_len))

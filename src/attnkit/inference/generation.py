@@ -19,7 +19,11 @@ Shape legend: B prompts, P the longest prompt (tokens), V vocabulary.
   error for ``sinusoidal``/``learned`` positions, and is cut to its last
   ``context_length`` tokens, with a ``PromptCutWarning``, for ``rope``/``alibi``/``none``.
   Past the context, each new token sees the last ``context_length`` tokens (a full pass
-  over that window, as nanoGPT).
+  over that window, as nanoGPT); with ``stop_at_context=True`` (``attnkit lm generate``) a
+  model whose positions stop there (``learned``, ``sinusoidal``: GPT-2's) stops instead,
+  with a ``ContextFullWarning``, as transformers' ``generate`` cannot go past it either.
+- **End of text**: with ``eos_id`` (GPT-2's ``<|endoftext|>``), a row that emits it is done:
+  its ids end with it (as transformers' ``generate``), its text without it.
 - **Streaming**: ``stream(row, piece)`` is called with each new token's text (``generate``)
   or id (``generate_ids``) as soon as it is chosen: ``stream=lambda _, s: print(s, end="",
   flush=True)`` prints a single prompt's continuation as it comes. A subword tokenizer's
@@ -33,19 +37,21 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from attnkit._validate import boolean, non_negative_int, one_of
+from attnkit._validate import boolean, non_negative_int
 from attnkit.attention.positional import EXTRAPOLATING
 from attnkit.data.text import Vocab
 from attnkit.i18n import _
 from attnkit.inference.eval_mode import evaluating
 from attnkit.inference.sampling import token_picker
+from attnkit.inference.text_codec import TextCodec, VocabCodec, _TokenizerCodec
 
 __all__ = [
+    "ContextFullWarning",
     "PromptCutWarning",
     "TextCodec",
     "VocabCodec",
@@ -59,6 +65,10 @@ class PromptCutWarning(UserWarning):
     """A prompt longer than the model's context was cut to its last tokens."""
 
 
+class ContextFullWarning(UserWarning):
+    """Generation stopped at the model's context (positions that have no place past it)."""
+
+
 def model_device(model, device: torch.device | str | None = None) -> torch.device:
     """``device`` if given, else the device of the model's first parameter (a module's or
     a scratch model's ``params``), else the CPU."""
@@ -66,97 +76,6 @@ def model_device(model, device: torch.device | str | None = None) -> torch.devic
         return torch.device(device)
     params = list(model.parameters()) if isinstance(model, nn.Module) else list(model.params)
     return params[0].device if params else torch.device("cpu")
-
-
-# ----------------------------------------------------------------------------- text <-> ids
-
-
-class TextCodec(Protocol):
-    """Any tokenizer: ``encode(text) -> ids``, ``decode(ids) -> text``."""
-
-    def encode(self, text: str) -> list[int]: ...
-
-    def decode(self, ids: Sequence[int]) -> str: ...
-
-
-class VocabCodec:
-    """Text <-> ids through a ``Vocab`` of characters (``token="char"``) or words ("word").
-
-    ``encode`` refuses an empty text and tokens outside the vocabulary (``unknown="unk"``
-    maps them to ``<unk>`` instead); ``name`` is how errors call the text.
-    """
-
-    def __init__(self, vocab: Vocab, token: str = "char", unknown: str = "error") -> None:
-        if not isinstance(vocab, Vocab):
-            message = _("vocab must be a Vocab, got {type}")
-            raise TypeError(message.format(type=type(vocab).__name__))
-        self.vocab = vocab
-        self.token = one_of("token", token, ("char", "word"))
-        self.unknown = one_of("unknown", unknown, ("error", "unk"))
-
-    def tokens(self, text: str, name: str = "prompt") -> list[str]:
-        """The text's tokens, checked."""
-        if not isinstance(text, str):
-            message = _("{name} must be a str, got {type}")
-            raise TypeError(message.format(name=name, type=type(text).__name__))
-        toks = list(text) if self.token == "char" else text.split()
-        if not toks:
-            message = _("{name} must contain at least one {token} token, got {text!r}")
-            raise ValueError(message.format(name=name, token=self.token, text=text))
-        missing = sorted({t for t in toks if t not in self.vocab})
-        if missing and self.unknown == "error":
-            message = _("{name} {text!r} has tokens outside the vocabulary: {missing}; expected "
-                        "tokens from the {size}-token vocabulary (e.g. {examples}). Normalize the "
-                        "{name} like the corpus, or pass unknown='unk' to map them to <unk>")  # fmt: skip
-            fields = dict(size=len(self.vocab), examples=self.vocab.idx_to_token[1:8])
-            raise ValueError(message.format(name=name, text=text, missing=missing, **fields))
-        return toks
-
-    def encode(self, text: str, name: str = "prompt") -> list[int]:
-        return self.vocab[self.tokens(text, name)]
-
-    def decode(self, ids: Sequence[int]) -> str:
-        sep = "" if self.token == "char" else " "
-        return sep.join(self.vocab.to_tokens(list(ids)))
-
-    def piece(self, new_id: int) -> str:
-        """The text one new token adds after the prompt (a word comes with its space)."""
-        tok = self.vocab.to_tokens(int(new_id))
-        return tok if self.token == "char" else " " + tok
-
-    def continued(self, text: str, new_ids: Sequence[int]) -> str:
-        """The prompt followed by the new tokens (words: joined by single spaces)."""
-        new = self.vocab.to_tokens(list(new_ids))
-        if self.token == "char":
-            return text + "".join(new)
-        return " ".join([*text.split(), *new])
-
-
-class _TokenizerCodec:
-    """A ``TextCodec`` used as is: pieces are what each new token adds to the decoded text."""
-
-    def __init__(self, tokenizer: TextCodec) -> None:
-        for method in ("encode", "decode"):
-            if not callable(getattr(tokenizer, method, None)):
-                message = _("tokenizer must have encode(text) and decode(ids), lacks {method}")
-                raise TypeError(message.format(method=method))
-        self.tokenizer = tokenizer
-
-    def encode(self, text: str, name: str = "prompt") -> list[int]:
-        if not isinstance(text, str):
-            message = _("{name} must be a str, got {type}")
-            raise TypeError(message.format(name=name, type=type(text).__name__))
-        ids = [int(i) for i in self.tokenizer.encode(text)]
-        if not ids:
-            message = _("{name} must contain at least one token, got {text!r}")
-            raise ValueError(message.format(name=name, text=text))
-        return ids
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids))
-
-    def continued(self, text: str, new_ids: Sequence[int], prompt_ids: Sequence[int]) -> str:
-        return self.decode([*prompt_ids, *new_ids])
 
 
 # ----------------------------------------------------------------------------- the loops
@@ -268,6 +187,8 @@ def generate_ids(
     device: torch.device | str | None = None,
     stream: Callable[[int, int], Any] | None = None,
     use_cache: bool = True,
+    eos_id: int | Sequence[int] | None = None,
+    stop_at_context: bool = False,
 ) -> list[list[int]]:
     """Continue token-id prompts with ``max_new_tokens`` tokens each.
 
@@ -285,10 +206,16 @@ def generate_ids(
         stream: called as ``stream(row, token_id)`` for every new token, as it comes.
         use_cache: the Transformer's key/value cache (False: a full pass per token, to
             compare; the RNN's state is its cache either way).
+        eos_id: the end-of-text id (or ids): a row that emits it is done, as in
+            transformers' ``generate``; None: every row gets ``max_new_tokens``.
+        stop_at_context: a Transformer whose positions stop at its context (``learned``,
+            ``sinusoidal``) stops a row there (a ``ContextFullWarning`` says so) instead
+            of sliding its window; positions that extrapolate slide either way.
 
     Returns:
-        The new ids of every prompt: B lists of ``max_new_tokens`` ids (the prompts not
-        included), in the prompts' order.
+        The new ids of every prompt (the prompts not included), in the prompts' order:
+        ``max_new_tokens`` each, fewer for a row that ended with ``eos_id`` (its last id)
+        or reached the context.
     """
     rows = _id_rows(prompts)
     max_new_tokens = non_negative_int("max_new_tokens", max_new_tokens)
@@ -297,26 +224,69 @@ def generate_ids(
     if stream is not None and not callable(stream):
         message = _("stream must be callable or None, got {type}")
         raise TypeError(message.format(type=type(stream).__name__))
+    ends = _eos_ids(eos_id)
+    boolean("stop_at_context", stop_at_context)
     rows = _fit_context(model, rows)
     out: list[list[int]] = [[] for _ in rows]
-    if max_new_tokens == 0:
+    limits = _limits(model, rows, max_new_tokens, stop_at_context)
+    if max(limits) == 0:
+        _said_full(model, rows, out, limits, max_new_tokens, ends)
         return out
     device = model_device(model, device)
+    done = [n == 0 for n in limits]
     with evaluating(model) if isinstance(model, nn.Module) else nullcontext():
         if hasattr(model, "new_cache"):
-            steps = _transformer_steps(model, rows, max_new_tokens, pick, device, use_cache)
+            steps = _transformer_steps(model, rows, max(limits), pick, device, use_cache)
         elif hasattr(model, "begin_state"):
-            steps = _rnn_steps(model, rows, max_new_tokens, pick, device)
+            steps = _rnn_steps(model, rows, max(limits), pick, device)
         else:
             message = _("model must be a DecoderLM (new_cache) or a recurrent LM (begin_state), "
                         "got {type}")  # fmt: skip
             raise TypeError(message.format(type=type(model).__name__))
         for nxt in steps:
             for b, token in enumerate(nxt.tolist()):
+                if done[b]:  # ended: the batch runs on for the others
+                    continue
                 out[b].append(token)
                 if stream is not None:
                     stream(b, token)
+                done[b] = token in ends or len(out[b]) == limits[b]
+            if all(done):
+                break
+    _said_full(model, rows, out, limits, max_new_tokens, ends)
     return out
+
+
+def _eos_ids(eos_id) -> frozenset[int]:
+    """``eos_id`` (None, an id or ids) as a set of ids."""
+    if eos_id is None:
+        return frozenset()
+    many = isinstance(eos_id, Sequence) and not isinstance(eos_id, str)
+    return frozenset(non_negative_int("eos_id", i) for i in (eos_id if many else [eos_id]))
+
+
+def _limits(model, rows, max_new: int, stop_at_context: bool) -> list[int]:
+    """Each row's most new tokens: ``max_new``, or what is left of a context whose
+    positions stop there."""
+    ctx = getattr(model, "context_length", None)
+    if not stop_at_context or ctx is None or getattr(model, "positions", None) in EXTRAPOLATING:
+        return [max_new] * len(rows)
+    return [max(0, min(max_new, ctx - len(r))) for r in rows]
+
+
+def _said_full(model, rows, out, limits, asked: int, ends) -> None:
+    """A ``ContextFullWarning`` when a row stopped at the context before ``asked`` tokens
+    (not at an end-of-text id)."""
+    full = [b for b, r in enumerate(out) if limits[b] < asked and len(r) == limits[b]
+            and not (r and r[-1] in ends)]  # fmt: skip
+    if full:
+        b = full[0]
+        message = _("generation stopped at the model's context_length {ctx} (positions="
+                    "{positions!r} has no position past it): {new} new tokens after a prompt "
+                    "of {prompt} tokens, not {asked}")  # fmt: skip
+        fields = dict(ctx=model.context_length, positions=getattr(model, "positions", None),
+                      new=len(out[b]), prompt=len(rows[b]), asked=asked)  # fmt: skip
+        warnings.warn(message.format(**fields), ContextFullWarning, stacklevel=3)
 
 
 def generate(
@@ -329,6 +299,7 @@ def generate(
     token: str = "char",
     unknown: str = "error",
     stream: Callable[[int, str], Any] | None = None,
+    eos_id: int | Sequence[int] | None = None,
     **options: Any,
 ):
     """Continue text prompts with a language model; returns each prompt and its continuation.
@@ -342,8 +313,9 @@ def generate(
             mapped to ``<unk>``). Or ``tokenizer``: any object with ``encode(text) -> ids``
             and ``decode(ids) -> text`` (a subword model's).
         stream: called as ``stream(row, text)`` with each new token's text as it comes.
+        eos_id: the end-of-text id (or ids): a row stops there, the text without it.
         options: ``temperature``, ``top_k``, ``top_p``, ``seed``, ``generator``,
-            ``device``, ``use_cache``: as ``generate_ids``.
+            ``device``, ``use_cache``, ``stop_at_context``: as ``generate_ids``.
 
     Returns:
         The prompt followed by its continuation (a str for a str prompt, else a list).
@@ -367,6 +339,7 @@ def generate(
     if stream is not None and not callable(stream):
         message = _("stream must be callable or None, got {type}")
         raise TypeError(message.format(type=type(stream).__name__))
+    ends = _eos_ids(eos_id)
     on_id = None
     if stream is not None:
         done = [list(r) for r in rows]
@@ -381,6 +354,8 @@ def generate(
                 stream(row, piece)
 
         def on_id(row: int, new_id: int) -> None:
+            if new_id in ends:  # the end: no text
+                return
             if isinstance(codec, VocabCodec):
                 stream(row, codec.piece(new_id))
                 return
@@ -392,7 +367,10 @@ def generate(
                 return
             show(row)
 
-    new = generate_ids(model, rows, max_new_tokens=max_new_tokens, stream=on_id, **options)
+    new = generate_ids(
+        model, rows, max_new_tokens=max_new_tokens, stream=on_id, eos_id=eos_id, **options
+    )
+    new = [n[:-1] if n and n[-1] in ends else n for n in new]  # the text ends before it
     if on_id is not None and not isinstance(codec, VocabCodec):
         for row in range(len(rows)):  # what still waits: the stream ends as the text does
             if held[row]:

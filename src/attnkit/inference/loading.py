@@ -24,11 +24,11 @@ from attnkit._validate import boolean
 from attnkit.checkpoint import CONFIG_NAME, load_checkpoint, load_model_state
 from attnkit.data.lm_subword import LMSubwordTokenizer
 from attnkit.data.text import Vocab
-from attnkit.i18n import _
+from attnkit.i18n import N_, _
 from attnkit.inference.prepacked import prepack_linears
 from attnkit.models.registry import build_model, lm_arch, lm_config, lm_model_keys
 
-__all__ = ["MODEL_KEYS", "load_lm_checkpoint", "load_lm_tokenizer", "load_model"]
+__all__ = ["MODEL_KEYS", "lm_eos_id", "load_lm_checkpoint", "load_lm_tokenizer", "load_model"]
 
 # the config keys that define a recurrent language model (the rest is informational);
 # a Transformer LM's: lm_model_keys("transformer")
@@ -61,13 +61,7 @@ def load_model(
         from attnkit.convert.hf_files import hf_model_type
         from attnkit.convert.marian import load_marian
 
-        kind = hf_model_type(hf)
-        if kind != "marian":
-            message = _(
-                "{directory} is a Hugging Face {kind!r} model; translators import "
-                "MarianMT models (model_type 'marian')"
-            )
-            raise ValueError(message.format(directory=directory, kind=kind))
+        hf_model_type(hf, {"marian": N_("MarianMT translators")})
         model, _tokenizer, cfg = load_marian(hf)
         cfg["folder"] = str(hf)
         return _for_inference(model.to(device), prepack), cfg
@@ -92,14 +86,14 @@ def _hf_translator_folder(source: str | os.PathLike) -> Path | None:
     """The local folder of a MarianMT ``source`` (a folder, or a hub name ``owner/name``
     that is no local path: fetched, or an error saying where to put the files), else None
     (an attnkit checkpoint, or nothing there: ``load_checkpoint`` says so)."""
-    from attnkit.convert.hf_files import HFSourceError, is_hf_folder, resolve_source
+    from attnkit.convert.hf_files import HFSourceError, hub_repo, is_hf_folder, resolve_source
     from attnkit.convert.marian import MARIAN_FILES
 
     path = Path(source)
     if path.exists():
         return path if is_hf_folder(path) else None
     text = os.fspath(source)
-    if text.count("/") != 1 or text.startswith((".", "/", "~")) or "\\" in text:
+    if text.count("/") != 1 or hub_repo(text) is None:  # legacy bare names are GPT-2s
         return None
     try:
         return resolve_source(text, files=("*.spm", *MARIAN_FILES[2:]))
@@ -175,13 +169,13 @@ def _hf_lm_folder(source: str | os.PathLike) -> Path | None:
     """The local folder of ``source`` when it is a Hugging Face model (a folder, or a hub
     name ``owner/name`` that is not a local path), else None (an attnkit checkpoint)."""
     from attnkit.convert.gpt2 import GPT2_TOKENIZER_FILES
-    from attnkit.convert.hf_files import HFSourceError, is_hf_folder, resolve_source
+    from attnkit.convert.hf_files import HFSourceError, hub_repo, is_hf_folder, resolve_source
 
     path = Path(source)
     if path.exists():
         return path if is_hf_folder(path) else None
     text = os.fspath(source)
-    if text.count("/") != 1 or text.startswith((".", "/", "~")):
+    if hub_repo(text) is None:  # owner/name, or a legacy bare name (gpt2, distilgpt2 ...)
         return None
     try:
         return resolve_source(text, files=GPT2_TOKENIZER_FILES)
@@ -196,18 +190,13 @@ def _hf_lm_folder(source: str | os.PathLike) -> Path | None:
 
 def _load_gpt2_folder(folder: Path, device, prepack: bool):
     """A GPT-2 folder as ``load_lm_checkpoint`` returns a checkpoint."""
-    from attnkit.convert.gpt2 import lm_record, load_gpt2
+    from attnkit.convert.gpt2 import gpt2_eos_id, lm_record, load_gpt2
     from attnkit.convert.hf_files import hf_model_type
 
-    kind = hf_model_type(folder)
-    if kind != "gpt2":
-        message = _(
-            "{folder} holds a Hugging Face {kind!r} model; a language model must "
-            "be GPT-2 (model_type 'gpt2')"
-        )
-        raise ValueError(message.format(folder=folder, kind=kind))
+    hf_model_type(folder, {"gpt2": N_("GPT-2 language models")})
     model, tokenizer, _found = load_gpt2(folder, device=device)
-    config = lm_record(model, {**tokenizer.meta(), "folder": str(folder)}, str(folder))
+    meta = {**tokenizer.meta(), "folder": str(folder)}
+    config = lm_record(model, meta, str(folder), gpt2_eos_id(folder, tokenizer))
     vocab = _padded_vocab(tokenizer.vocab, model.vocab_size)
     return _for_inference(model, prepack), vocab, config
 
@@ -244,3 +233,15 @@ def load_lm_tokenizer(directory: str | os.PathLike, config: dict[str, Any]):
     if kind != "sentencepiece":
         return None
     return LMSubwordTokenizer.load(directory, config.get("tokenizer_model"))
+
+
+def lm_eos_id(config: dict[str, Any], tokenizer: Any = None) -> Any:
+    """The end-of-text id(s) a language model's generation stops at: what its config
+    records (a GPT-2's ``eos_token_id``, ``attnkit.convert.gpt2.gpt2_eos_id``), else its
+    GPT-2 tokenizer's ``<|endoftext|>`` (a checkpoint imported before the record); None
+    for the book's character and word models and SentencePiece models (none is known)."""
+    if config.get("eos_token_id") is not None:
+        return config["eos_token_id"]
+    if config.get("tokenizer") == "gpt2-bpe":
+        return getattr(tokenizer, "eos_id", None)
+    return None

@@ -271,27 +271,28 @@ class Translator:
         return list(unknown)
 
     def decode_steps(self, max_len: int | None = None) -> int:
-        """Decoder steps (``<eos>`` included) for a ``max_len`` of output tokens (default:
-        the data's ``max_len`` + 2 steps), checked against the model.
+        """Decoder steps for a ``max_len`` of new tokens, ``<eos>`` included: ``max_len``
+        itself, as transformers' ``max_new_tokens`` (default: the data's ``max_len`` + 2
+        steps), checked against the model.
 
         A model with positional encodings (the Transformer) takes at most its config's
         ``max_len`` decoder positions; the attention maps' teacher-forced pass adds
-        ``<bos>`` to the steps, so they stay one below it.
+        ``<bos>`` to the steps, so they stay one below it (transformers' ``max_length``
+        counts the decoder's start too: Marian's 512 positions give 511 new tokens).
         """
         model_max = model_max_len(self.model_config)
         if max_len is None:
             steps = self.data.max_len + 2
             return steps if model_max is None else max(1, min(steps, model_max - 1))
-        steps = max_len + 1
-        if model_max is not None and steps > model_max - 1:
+        if model_max is not None and max_len > model_max - 1:
             message = _(
                 "--max-len {max_len} is more than this model can produce: its config has "
                 "max_len={model_max} positions, so --max-len can be at most {most}"
             )
             raise ValueError(
-                message.format(max_len=max_len, model_max=model_max, most=model_max - 2)
+                message.format(max_len=max_len, model_max=model_max, most=model_max - 1)
             )
-        return steps
+        return max_len
 
     # ------------------------------------------------------------------------- decoding
 
@@ -312,8 +313,8 @@ class Translator:
             sentences: source sentences (a list of str).
             beam: None for batched greedy decoding, else beam search's beam size.
             length_penalty: beam search's GNMT alpha (0: raw log-probability).
-            max_len: the most output tokens, ``<eos>`` not counted (default: see
-                :meth:`decode_steps`).
+            max_len: the most new tokens, ``<eos>`` included, as transformers'
+                ``max_new_tokens`` (default: see :meth:`decode_steps`).
             batch_size: sentences decoded at once, in order of length; results do not
                 depend on it.
 
@@ -379,6 +380,7 @@ class Translator:
         batch_size: int = 256,
         beam: int | None = None,
         length_penalty: float = 0.6,
+        max_len: int | None = None,
     ) -> Evaluation:
         """Corpus BLEU and chrF of the translations of ``split``, decoded through the one
         path (``evaluation.translate_and_score``), scored as ``data.bleu_tokenize`` says.
@@ -389,6 +391,8 @@ class Translator:
             batch_size: sentences decoded at once.
             beam: None for greedy decoding, else beam search's beam size.
             length_penalty: beam search's GNMT alpha.
+            max_len: the most new tokens per sentence, ``<eos>`` included (as
+                :meth:`translate`'s).
 
         Shape:
             decoded in batches of src (B, S) long, src_len (B,), B <= ``batch_size``.
@@ -399,6 +403,7 @@ class Translator:
         """
         one_of("split", split, ("train", "val", "test"))
         optional(positive_int, "limit", limit)
+        steps = self.decode_steps(optional(positive_int, "max_len", max_len))
         sources, refs = split_texts(self.data, split)
         if limit is not None:
             sources, refs = sources[:limit], refs[:limit]
@@ -406,7 +411,7 @@ class Translator:
             raise ValueError(_("the {split} split is empty").format(split=split))
         with torch.inference_mode():
             hyps, stats = translate_and_score(
-                self.model, self.data, sources, refs, max_len=self.decode_steps(),
+                self.model, self.data, sources, refs, max_len=steps,
                 batch_size=batch_size, beam=beam, length_penalty=length_penalty,
             )  # fmt: skip
         return Evaluation(

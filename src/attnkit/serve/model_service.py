@@ -72,6 +72,9 @@ class ModelService:
         max_concurrent: translations running at once (the others wait); None: no bound,
             1: one at a time. Default 2 (the best of 1, 2 and unbounded on 2 cores:
             ``benchmarks/models/serve_concurrency.py``).
+        max_len: the most new tokens of a translation, ``<eos>`` included (as
+            transformers' ``max_new_tokens`` and ``attnkit translate run --max-len``);
+            None: the model's length limit (``Translator.decode_steps``).
     """
 
     def __init__(
@@ -84,11 +87,14 @@ class ModelService:
         max_beam: int = 10,
         model_config: dict[str, Any] | None = None,
         max_concurrent: int | None = 2,
+        max_len: int | None = None,
     ) -> None:
         max_chars = positive_int("max_chars", max_chars)
         max_beam = positive_int("max_beam", max_beam)
         max_concurrent = optional(positive_int, "max_concurrent", max_concurrent)
         self.translator = Translator(model, data, model_config=model_config, arch=arch)
+        self.max_len = optional(positive_int, "max_len", max_len)
+        self.translator.decode_steps(self.max_len)  # more than the model can take: refused
         self.model = self.translator.model
         self.data = data
         self.arch = arch
@@ -206,7 +212,9 @@ class ModelService:
         with self._lock:
             start = time.perf_counter()
             beam = None if beam_size == 1 else beam_size
-            [best] = self.translator.translate([text], beam=beam, length_penalty=0.0)
+            [best] = self.translator.translate(
+                [text], beam=beam, length_penalty=0.0, max_len=self.max_len
+            )
             maps = self.translator.maps(text, best.ids, best.finished, merge_pieces=merge_pieces)
             seconds = time.perf_counter() - start
         return Translation(
