@@ -20,7 +20,6 @@ import functools
 import os
 import re
 import sys
-import unicodedata
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -342,27 +341,35 @@ def _short(token: str) -> str:
     return token if len(token) <= LABEL_CHARS else token[: LABEL_CHARS - 1] + "…"
 
 
-def _wrap(text: str, width: float) -> str:
-    """``text`` in lines of at most ``width`` (a character counts 1, a wide CJK one 2),
-    broken at spaces where it can be, inside a word where it must."""
+def _wrap(text: str, width: float, measure) -> str:
+    """``text`` in lines no wider than ``width`` as ``measure`` (str -> width) draws them,
+    broken at spaces where it can be, inside a word (a Chinese run) where it must."""
     lines: list[str] = []
-    line, used = "", 0.0
+    line = ""
     for word in text.split(" "):
-        size = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in word)
-        if line and used + 1 + size <= width:
-            line, used = f"{line} {word}", used + 1 + size
-            continue
-        if line:
+        if not line or measure(f"{line} {word}") <= width:
+            line = f"{line} {word}" if line else word
+            if measure(line) <= width:
+                continue
+        else:
             lines.append(line)
-        line, used = "", 0.0
-        for c in word:  # a word longer than a line: cut it where it must
-            step = 2 if unicodedata.east_asian_width(c) in "WF" else 1
-            if used + step > width and line:
-                lines.append(line)
-                line, used = "", 0.0
-            line, used = line + c, used + step
+            line = word
+        piece = ""  # `line` alone is too wide: cut it where it must
+        for c in line:
+            if piece and measure(piece + c) > width:
+                lines.append(piece)
+                piece = ""
+            piece += c
+        line = piece
     lines.append(line)
     return "\n".join(lines)
+
+
+def _fit(text_artist, width: float, renderer) -> None:
+    """Wrap a figure text to ``width`` pixels, measured as the renderer draws it."""
+    prop = text_artist.get_fontproperties()
+    measure = lambda s: renderer.get_text_width_height_descent(s, prop, ismath=False)[0]  # noqa: E731
+    text_artist.set_text(_wrap(text_artist.get_text(), width, measure))
 
 
 def attention_panels(
@@ -398,18 +405,23 @@ def attention_panels(
         1, len(panels), figsize=(sum(w for w, _ in sizes), max(h for _, h in sizes) + 0.6),
         squeeze=False, gridspec_kw={"width_ratios": [w for w, _ in sizes]}, layout="constrained",
     )  # fmt: skip
-    for ax, (caption, m, rows, cols), (width, _h) in zip(axes[0], panels, sizes):
+    for ax, (caption, m, rows, cols) in zip(axes[0], panels):
         m = m.detach().float().cpu()
         ax.imshow(m.numpy(), cmap=cmap, vmin=0.0, vmax=float(m.max()) or 1.0, aspect="auto")
         for ticks, labels, rotation in ((ax.set_xticks, cols, 90), (ax.set_yticks, rows, 0)):
             every = max(1, -(-len(labels) // 40))
             ticks(range(0, len(labels), every), [_short(str(t)) for t in list(labels)[::every]],
                   rotation=rotation, fontsize=8, parse_math=False)  # fmt: skip
-        # a 9-point character is about 5 points wide; the caption keeps within its panel
-        ax.set_title(_wrap(_drawn(caption) or "", width * 72 / 5.5 - 2), fontsize=9,
-                     parse_math=False)  # fmt: skip
+        ax.set_title(_drawn(caption) or "", fontsize=9, parse_math=False)
     if title:
-        fig.suptitle(_wrap(_drawn(title) or "", sum(w for w, _ in sizes) * 72 / 6), fontsize=10,
-                     parse_math=False)  # fmt: skip
+        fig.suptitle(_drawn(title), fontsize=10, parse_math=False)
+    # captions wrapped to their heatmap's width, the title to the figure's, once the layout
+    # has placed the heatmaps: no caption reaches into its neighbour's
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    for ax in axes[0]:
+        _fit(ax.title, ax.get_window_extent(renderer).width, renderer)
+    if title:
+        _fit(fig._suptitle, 0.96 * fig.bbox.width, renderer)
     save_figure(fig, path)
     return fig

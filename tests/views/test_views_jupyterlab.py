@@ -143,7 +143,7 @@ def weights_view():
     return show_attention(w, TOKENS, title="costs $5 and $6: a_b, x^2")
 
 
-def test_an_untrusted_notebook_shows_the_picture_of_the_weights(lab, browser):  # noqa: F811
+def test_an_untrusted_notebook_shows_the_picture_of_the_weights(browser, lab):  # noqa: F811
     from PIL import Image
 
     url, work, _ = lab
@@ -189,7 +189,7 @@ def test_an_untrusted_notebook_shows_the_picture_of_the_weights(lab, browser):  
     page.context.close()
 
 
-def test_a_trusted_notebook_runs_the_view_in_the_dark_theme(lab, browser):  # noqa: F811
+def test_a_trusted_notebook_runs_the_view_in_the_dark_theme(browser, lab):  # noqa: F811
     url, work, data = lab
     write_notebook(work / "trusted.ipynb", weights_view()._repr_mimebundle_(), sign_with=data)
     outside: list[str] = []

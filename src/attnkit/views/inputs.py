@@ -112,7 +112,9 @@ def _nan_rows(name: str, w: Tensor, queries: object) -> None:
         return
     layer, head, query = (int(i) for i in rows.nonzero()[0])
     named = isinstance(queries, Sequence) and len(queries) == w.shape[2]
-    token = f" “{queries[query]}”" if named and isinstance(queries[query], str) else ""
+    token = ""
+    if named and isinstance(queries[query], str):  # the row's token, quoted
+        token = _(" “{token}”").format(token=queries[query])
     raise ValueError(
         _("{name}: query row {query}{token} at layer {layer}, head {head} is NaN for every key "
           "({n} such rows). A fully masked query row does that: when every key of a row is "
