@@ -387,3 +387,38 @@ def test_a_view_drawn_in_chinese_reads_chinese_in_a_zh_cn_browser(browser, tmp_p
     assert "嵌入的权重每个占8位" in shown
     assert not errors and not outside, (errors, outside)
     page.context.close()
+
+
+THEMED = """<!doctype html><html><head><style>:root { %s }</style></head><body>%s</body></html>"""
+
+
+@pytest.mark.parametrize(
+    ("variables", "background", "ink"),
+    [
+        ("", "rgb(255, 255, 255)", "rgb(29, 35, 48)"),  # no theme: light
+        ("--jp-layout-color0: #111111; --jp-ui-font-color1: rgba(255, 255, 255, 0.87);",
+         "rgb(17, 17, 17)", "rgba(255, 255, 255, 0.87)"),  # JupyterLab Dark
+        ("--vscode-editor-background: #1e1e1e; --vscode-foreground: #cccccc;",
+         "rgb(30, 30, 30)", "rgb(204, 204, 204)"),  # a VS Code dark theme's webview
+    ],
+)  # fmt: skip
+def test_the_view_takes_the_pages_theme_colours(browser, tmp_path, variables, background, ink):
+    """Outside JupyterLab too: the view, its SVG text and a canvas heatmap (a map larger than
+    64 x 64) take the page's theme variables, and are light without them."""
+    from attnkit.views import show_attention
+
+    w = torch.softmax(torch.randn(1, 1, 70, 70, generator=torch.Generator().manual_seed(2)), -1)
+    fragment = show_attention(w, [f"t{i}" for i in range(70)], view="matrix", head=0).to_html()
+    path = tmp_path / "themed.html"
+    path.write_text(THEMED % (variables, fragment), "utf-8")
+    page = offline_page(browser, [])
+    page.goto(path.as_uri())
+    page.wait_for_selector(".attnkit-view[data-state=ready]", timeout=20_000)
+    view = page.locator(".attnkit-view")
+    got = view.evaluate("v => [getComputedStyle(v).backgroundColor, getComputedStyle(v).color]")
+    assert got == [background, ink]
+    # the canvas heatmap's margin is the theme's background
+    corner = view.locator("canvas.heatmap-canvas").evaluate(
+        "c => Array.from(c.getContext('2d').getImageData(1, 1, 1, 1).data)")  # fmt: skip
+    assert corner[:3] == [int(v) for v in background[4:-1].split(",")[:3]]
+    page.context.close()

@@ -53,10 +53,15 @@
   };
   ns.setLabel = (node, text) => { node.firstChild.data = text; };
 
-  // the page's colours: JupyterLab's theme (its CSS variables, light or dark), else light
-  ns.themeColor = function themeColor(name, fallback) {
-    const v = document.body ? getComputedStyle(document.body).getPropertyValue(name).trim() : "";
-    return v || fallback;
+  // the page's colours: the first of the CSS variables `names` the page defines (JupyterLab's
+  // --jp-*, VS Code's --vscode-*: light or dark), else `fallback`
+  ns.themeColor = function themeColor(names, fallback) {
+    const style = document.body ? getComputedStyle(document.body) : null;
+    for (const name of names) {
+      const v = style ? style.getPropertyValue(name).trim() : "";
+      if (v) return v;
+    }
+    return fallback;
   };
 
   // invisible, control and format characters (a zero-width space ...) as \u escapes
@@ -181,7 +186,7 @@
     canvas.className = "heatmap-canvas";
     Object.assign(canvas.dataset, { kind: opts.kind, rows: R, cols: C });
     const ctx = canvas.getContext("2d");
-    ctx.fillStyle = ns.themeColor("--jp-layout-color0", "#fff");
+    ctx.fillStyle = ns.themeColor(["--jp-layout-color0", "--vscode-editor-background"], "#fff");
     ctx.fillRect(0, 0, canvas.width, canvas.height);
     const img = ctx.createImageData(C * cell, R * cell);
     for (let r = 0; r < R; r++) {
@@ -199,7 +204,7 @@
     ctx.strokeStyle = "#bbb";
     ctx.strokeRect(left - 0.5, top - 0.5, C * cell + 1, R * cell + 1);
     ctx.font = "11px system-ui, sans-serif";
-    ctx.fillStyle = ns.themeColor("--jp-ui-font-color1", "#1d2330");
+    ctx.fillStyle = ns.themeColor(["--jp-ui-font-color1", "--vscode-foreground"], "#1d2330");
     ctx.textBaseline = "middle";
     ctx.textAlign = "right";
     for (let r = 0; r < R; r += every) ctx.fillText(ns.short(rowLabels[r]), left - 5, top + (r + 0.5) * cell);
