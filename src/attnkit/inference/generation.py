@@ -286,7 +286,7 @@ def _said_full(model, rows, out, limits, asked: int, ends) -> None:
                     "of {prompt} tokens, not {asked}")  # fmt: skip
         fields = dict(ctx=model.context_length, positions=getattr(model, "positions", None),
                       new=len(out[b]), prompt=len(rows[b]), asked=asked)  # fmt: skip
-        warnings.warn(message.format(**fields), ContextFullWarning, stacklevel=3)
+        warnings.warn(message.format(**fields), ContextFullWarning, stacklevel=4)
 
 
 def generate(
