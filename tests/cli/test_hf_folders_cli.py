@@ -51,12 +51,12 @@ def _to_bin(folder):
     return folder / "pytorch_model.bin"
 
 
-def _one_line_error(argv, capsys, command):
+def _one_line_error(argv, capsys, command, prefix="attnkit {command}: error: "):
     capsys.readouterr()  # what building the fixtures printed
     assert main(argv) == 1
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1, err
-    assert err.startswith(f"attnkit {command}: error: "), err
+    assert err.startswith(prefix.format(command=command)), err
     return err
 
 
@@ -195,9 +195,11 @@ def test_chinese_error_keeps_the_file_and_the_command(tmp_path, capsys, monkeypa
     (folder / "model.safetensors").write_text(LFS)
     monkeypatch.setenv("ATTNKIT_LANG", "zh")
     with use_language("zh"):
-        err = _one_line_error(_translate(folder), capsys, "translate")
-    assert str(folder / "model.safetensors") in err and "`git lfs pull`" in err
-    assert "Git LFS" in err and "指针" in err
+        err = _one_line_error(_translate(folder), capsys, "translate", "attnkit {command}：错误：")
+    assert err.endswith(
+        f"{folder / 'model.safetensors'}是Git LFS指针，而不是文件本身（克隆仓库时没有使用Git LFS）："
+        f"请在{folder}中运行`git lfs pull`，或者重新下载model.safetensors\n"
+    )
 
 
 class _Hub:
