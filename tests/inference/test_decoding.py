@@ -173,3 +173,28 @@ def test_suppressed_ids_are_never_chosen_by_greedy_or_beam():
         greedy_decode(model, src, src_len, bos_id=2, eos_id=3, max_len=8, suppress=[3])
     with pytest.raises(TypeError, match="suppress must be a sequence of token ids, got int"):
         BeamSearch(2, 8, 2, 3, suppress=5)
+
+
+def test_a_forced_eos_ends_every_sentence_at_the_limit():
+    """transformers' forced_eos_token_id: at the last step only <eos> is chosen (greedy) or
+    continues a hypothesis at no cost (beam search); what ends earlier is unchanged."""
+    from attnkit.inference.beam_search import BeamSearch
+    from attnkit.models.transformer import TransformerConfig, build_transformer
+
+    torch.manual_seed(0)
+    model = build_transformer(TransformerConfig(d_model=16, num_heads=2, d_ff=32), 12, 12).eval()
+    src, src_len = torch.tensor([[4, 5, 6, 3], [7, 8, 3, 1]]), torch.tensor([4, 3])
+    for steps in (1, 3, 6):
+        kw = dict(bos_id=2, eos_id=3, max_len=steps)
+        plain = greedy_decode(model, src, src_len, **kw)
+        forced = greedy_decode(model, src, src_len, force_eos=True, **kw)
+        assert all(forced.finished)
+        for p, f, done in zip(plain.tokens, forced.tokens, plain.finished, strict=True):
+            assert f == (p if done else p[: steps - 1])
+        for k in (1, 3):
+            beams = BeamSearch(k, steps, 2, 3, force_eos=True)(model, src, src_len)
+            assert all(h.finished and len(h.tokens) < steps for hyps in beams for h in hyps)
+        one = BeamSearch(1, steps, 2, 3, force_eos=True)(model, src, src_len)
+        assert [hyps[0].tokens for hyps in one] == forced.tokens  # a beam of 1 is greedy
+    with pytest.raises(TypeError, match="force_eos must be a bool"):
+        BeamSearch(2, 8, 2, 3, force_eos=1)
