@@ -110,13 +110,13 @@ def format_report(report, checkpoint: str = "") -> str:
     groups = report.groups()
     if groups:
         lines.append(_("per group:"))
-        lines += [f"  {g}: {_rate(r)}" for g, r in groups.items()]
+        lines += [_("  {name}: {rate}").format(name=g, rate=_rate(r)) for g, r in groups.items()]
     names = {"masculine": _("always the masculine form"), "first": _("the first noun"),
              "nearest": _("the nearest noun")}  # fmt: skip
     lines.append(_("baselines (a model ignoring meaning):"))
     for key, rate in report.baselines.items():
         shown = _rate(rate) if rate.n else _("no row to judge by")
-        lines.append(f"  {names[key]}: {shown}")
+        lines.append(_("  {name}: {rate}").format(name=names[key], rate=shown))
     lines += _heads_lines(report.heads)
     lines += _ablation_lines(report.ablation, found=report.heads is not None)
     return "\n".join(lines)

@@ -183,14 +183,15 @@ def _np(noun: _Noun) -> str:
 class CorefItem:
     """One coreference sentence: its English, French, the contrastive French (the pronoun
     and its agreeing adjective in the other gender), the antecedent and distractor (English
-    nouns of the source, and their French nouns), and how it was made."""
+    nouns of the source, and their French noun phrases: the article carries the gender), and
+    how it was made."""
 
     source: str
     correct: str
     contrastive: str
     antecedent: str
     distractor: str
-    antecedent_target: str  # the antecedent's French noun
+    antecedent_target: str  # the antecedent's French noun phrase ("la rue", "l'animal")
     distractor_target: str
     frame: str
     predicate: str
@@ -214,7 +215,7 @@ def _item(frame: Frame, subj: _Noun, obj: _Noun, predicate: str) -> CorefItem:
         pronoun = "qu'elle" if fem else "qu'il"
         return f"{head} {pronoun} était trop {pred.form(fem)} ."
 
-    return CorefItem(en, fr(ante.fem), fr(not ante.fem), ante.en, dist.en, ante.fr, dist.fr,
+    return CorefItem(en, fr(ante.fem), fr(not ante.fem), ante.en, dist.en, _np(ante), _np(dist),
                      frame.name, predicate, "first" if first else "second",
                      "f" if ante.fem else "m")  # fmt: skip
 

@@ -8,8 +8,9 @@ A contrastive file is UTF-8 TSV with a header holding ``source``, ``correct`` an
   they enable the meaning-blind baselines by position and the head analysis
   (:mod:`attnkit.inference.contrast_heads`); ``pronoun``: the source pronoun (default
   ``it``), the first of its occurrences after both candidates (else the last);
-- ``antecedent_target``, ``distractor_target``: the candidates' words in ``correct``
-  (the decoder self-attention's keys in the head analysis);
+- ``antecedent_target``, ``distractor_target``: the candidates' words in ``correct``, e.g.
+  their noun phrases with the article (``la rue``): the decoder self-attention's keys in
+  the head analysis;
 - ``group``: per-group accuracy.
 
 **Score**: the model's *summed* log-probability (natural log) of the tokenized target and

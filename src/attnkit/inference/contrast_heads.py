@@ -13,7 +13,9 @@ from a word of several pieces = the mean of their rows):
   that predicts the first target token where ``correct`` and ``contrastive`` differ (the
   step that chooses ``il`` or ``elle``), over the source candidates;
 - ``decoder``: decoder self-attention at that step over the candidates' words in the
-  target (``antecedent_target``/``distractor_target`` columns; earlier positions only).
+  target (``antecedent_target``/``distractor_target`` columns, earlier positions only; a
+  French noun phrase with its article, ``la rue``, counts the article that shows the
+  gender).
 
 A Bahdanau model has one ``cross`` map (1 layer, 1 head); a plain GRU seq2seq none.
 **Antecedent accuracy** is wins / rows with its Wilson interval; the **distractor rate**

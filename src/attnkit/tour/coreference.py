@@ -166,7 +166,7 @@ def coreference(*, small: bool = False, seed: int = 0) -> TopicResult:
 def _ablation_summary(a: dict) -> dict:
     """The ablation's numbers without the per-row lists."""
     keep = ("accuracy", "mean_margin", "best", "median", "median_margin", "cost_difference",
-            "margin_difference", "discordant", "p_value", "margin_p_value", "test")  # fmt: skip
+            "margin_difference", "discordant", "p_value", "margin_rows", "margin_p_value", "test")  # fmt: skip
     return {k: a[k] for k in keep if k in a} | {"heads": a["heads"]}
 
 
