@@ -178,12 +178,15 @@ def test_missing_folder_and_weights_are_clear_errors(tmp_path):
     with pytest.raises(HFSourceError, match=r"config\.json' not found"):
         marian_model(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "marian"}))
-    with pytest.raises(HFSourceError, match="holds no weights: expected one of model.safet"):
+    with pytest.raises(HFSourceError, match=r"holds no weights: expected one of model\.safet"):
         marian_model(tmp_path)
     # a config.json without the sizes means transformers' defaults (d_model 1024 ...)
     shutil.copy(marian_folder() / "model.safetensors", tmp_path)
-    with pytest.raises(HFSourceError, match=r"model\.safetensors: model\.shared\.weight has shape "
-                       r"\(82, 16\), but config\.json's sizes make it \(58101, 1024\) \(and "):
+    with pytest.raises(
+        HFSourceError,
+        match=r"model\.safetensors: model\.shared\.weight has shape "
+        r"\(82, 16\), but config\.json's sizes make it \(58101, 1024\) \(and ",
+    ):
         marian_model(tmp_path)
 
 
