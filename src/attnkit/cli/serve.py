@@ -49,6 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-new-tokens", type=int, default=200, metavar="N",
                    help=_("language models: most tokens one request may generate (default "
                           "200)"))  # fmt: skip
+    p.add_argument("--max-len", type=int, default=None, metavar="N",
+                   help=_("translators: at most N new tokens per translation, the end token "
+                          "included (HF's max_new_tokens; default: the model's own limit)"))  # fmt: skip
     p.add_argument("--device", default="cpu", help=_("cpu, cuda, cuda:0 ... (default cpu)"))
     p.add_argument("--debug", action="store_true", help=_("show tracebacks"))
     p.set_defaults(func=run_serve)
@@ -70,7 +73,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         app = create_app(
             args.checkpoint, args.max_chars, max_beam=args.max_beam,
-            max_new_tokens=args.max_new_tokens, device=args.device,
+            max_new_tokens=args.max_new_tokens, max_len=args.max_len, device=args.device,
         )  # fmt: skip
     except (CheckpointLoadError, ValueError) as e:
         if args.debug:

@@ -294,10 +294,12 @@ def create_app(
     *,
     max_beam: int = 10,
     max_new_tokens: int = 200,
+    max_len: int | None = None,
     device: str = "cpu",
 ) -> FastAPI:
     """Load ``checkpoint_dir`` (``CheckpointLoadError`` on failure) and build the app: a
-    translator's (``max_beam``) or a language model's (``max_new_tokens``)."""
+    translator's (``max_beam``; ``max_len``: the most new tokens of a translation, its end
+    token included, as HF's ``max_new_tokens``) or a language model's (``max_new_tokens``)."""
     return create_app_for_service(
         load_service(
             checkpoint_dir,
@@ -305,6 +307,7 @@ def create_app(
             max_chars=max_chars,
             max_beam=max_beam,
             max_new_tokens=max_new_tokens,
+            max_len=max_len,
         )
     )
 
@@ -316,6 +319,7 @@ def load_service(
     max_chars: int = 200,
     max_beam: int = 10,
     max_new_tokens: int = 200,
+    max_len: int | None = None,
 ) -> ModelService | LMService:
     """The service of a checkpoint folder, by its task: a ``ModelService`` for a translator,
     an ``LMService`` for a language model; ``CheckpointLoadError`` with the reason."""
@@ -332,7 +336,7 @@ def load_service(
         ) from e
     if task != "lm":
         return ModelService.from_checkpoint(
-            directory, device=device, max_chars=max_chars, max_beam=max_beam
+            directory, device=device, max_chars=max_chars, max_beam=max_beam, max_len=max_len
         )
     try:
         return LMService.from_checkpoint(
