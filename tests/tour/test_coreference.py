@@ -110,3 +110,21 @@ def test_the_median_head_in_place_of_the_head_found_fails_the_ablation_claim():
     assert again["best"]["margin_cost"] == pytest.approx(median["margin_cost"])
     assert not topic.claims_hold(_mutated(ablation=again))["ablation"]
     assert topic.claims_hold(_mutated())["ablation"]  # the unmutated values hold
+
+
+def test_the_saved_model_scores_the_same_through_translate_contrast(tmp_path, capsys):
+    import argparse
+    import json
+
+    from attnkit.cli.translate_contrast import register_contrast
+
+    folder = topic.save_model(tmp_path / "coref", small=True, seed=0)
+    parser = argparse.ArgumentParser()
+    register_contrast(parser.add_subparsers())
+    args = parser.parse_args(["contrast", "--checkpoint", str(folder), "--pairs",
+                              str(folder / "held_out.tsv"), "--json", "--no-ablation"])  # fmt: skip
+    assert args.func(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    c = result().values["contrast_accuracy"]
+    assert (report["accuracy"]["k"], report["accuracy"]["n"]) == (c["k"], c["n"])
+    assert report["mean_margin"] == pytest.approx(c["mean_margin"], abs=1e-4)

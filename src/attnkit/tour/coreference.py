@@ -25,25 +25,38 @@ two predicates seen only in simple sentences):
 
 The picture of the seed sentences is drawn with the head found, beside the encoder head
 that attends most from ``it`` to the antecedent (the classic picture's kind).
+
+Measured at the full size (30 epochs, 2026-12-07, one core of a shared 2-core machine, 24-30 s
+a seed): the three claims held for each of the seeds 0-4. The head found was a layer-2 head
+of the decoder's self-attention in four seeds (at the step choosing ``il``/``elle`` it
+reads the antecedent's article or noun in the French already written) and of the
+encoder-decoder attention in one; the encoder's self-attention from ``it`` stayed at 44-53%
+(every head, every seed): the classic picture's kind of head is not where this model
+resolves the pronoun.
+Zeroing the head found always cut the margin more than the median head (2.1-12.0 nats
+against 0.2-0.3); the accuracy it cost ranged from -5.8 to +28.1 points, so the claim is
+on the margin and the accuracy is reported beside it.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import random
 import time
+from pathlib import Path
 
 import torch
 
 from attnkit.i18n import _
 from attnkit.tour.base import TopicResult, check_args, topic
 
-__all__ = ["claims_hold", "coreference", "measure", "trained_coreference"]
+__all__ = ["claims_hold", "coreference", "measure", "save_model", "trained_coreference"]
 
 # the book's Transformer sizes without dropout; max_len: positions (sentences are <= 15)
 SIZES = {"d_model": 32, "num_heads": 4, "num_layers": 2, "d_ff": 64, "dropout": 0.0,
          "max_len": 32}  # fmt: skip
-# (epochs, batch tokens of 512): the small run stops at two thirds of the full one's epochs
+# (epochs, batch tokens): the small run stops at two thirds of the full one's epochs
 TRAINING = {True: (20, 512), False: (30, 512)}
 SELECTION_ROWS = {True: 100, False: 200}  # training sentences the head is chosen on
 
@@ -67,6 +80,22 @@ def trained_coreference(*, small: bool = False, seed: int = 0):
     )  # fmt: skip
     seconds = time.perf_counter() - t0
     return Translator(model, data, model_config=SIZES, arch="transformer"), corpus, history, seconds
+
+
+def save_model(out: str | os.PathLike, *, small: bool = False, seed: int = 0) -> Path:
+    """Write the topic's trained model (trained here if it is not yet) as a checkpoint folder
+    that ``attnkit translate run`` and ``attnkit translate contrast`` load, with its
+    held-out contrastive file beside it (``held_out.tsv``); return the folder."""
+    from attnkit.checkpoint import save_checkpoint
+    from attnkit.data.coreference import write_contrast_tsv
+
+    translator, corpus, _, _ = trained_coreference(small=small, seed=seed)
+    out = Path(out)
+    config = {"arch": "transformer", "model_config": dict(SIZES),
+              "data": translator.data.to_dict(), "corpus": "coreference", "seed": seed}  # fmt: skip
+    save_checkpoint(out, config, translator.model.state_dict())
+    write_contrast_tsv(corpus.test, out / "held_out.tsv")
+    return out
 
 
 def _rows(items):
@@ -166,7 +195,8 @@ def coreference(*, small: bool = False, seed: int = 0) -> TopicResult:
 def _ablation_summary(a: dict) -> dict:
     """The ablation's numbers without the per-row lists."""
     keep = ("accuracy", "mean_margin", "best", "median", "median_margin", "cost_difference",
-            "margin_difference", "discordant", "p_value", "margin_rows", "margin_p_value", "test")  # fmt: skip
+            "margin_difference", "discordant", "p_value", "margin_rows", "margin_p_value",
+            "test")  # fmt: skip
     return {k: a[k] for k in keep if k in a} | {"heads": a["heads"]}
 
 
