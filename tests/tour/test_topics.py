@@ -378,3 +378,18 @@ def test_import_attnkit_does_not_import_the_tour():
     code = "import sys, attnkit; print('attnkit.tour' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_coreference_claims_hold():
+    """The topic's three claims (tests/tour/test_coreference.py asserts each measure and
+    mutates it): held-out contrastive accuracy over every baseline, the head found on
+    training sentences, its ablation against the median head's."""
+    v = result("coreference").values
+    accuracy = v["contrast_accuracy"]
+    assert accuracy["low"] > 0.5  # the 95% Wilson interval excludes chance
+    assert all(accuracy["low"] > b for b in accuracy["baselines"].values())
+    head = v["head_accuracy"]  # chosen on training rows, measured on held-out ones
+    assert head["low"] - head["distractor_high"] >= 0.30
+    ablation = v["ablation"]
+    assert ablation["best"]["margin_cost"] > ablation["median_margin"]["margin_cost"]
+    assert ablation["margin_p_value"] < 0.01  # paired sign test over rows, one-sided

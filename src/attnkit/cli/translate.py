@@ -153,6 +153,9 @@ def register(sub) -> None:
     from attnkit.cli.translate_import import register_import
 
     register_import(verbs)  # attnkit translate import --from hf SRC OUT
+    from attnkit.cli.translate_contrast import register_contrast
+
+    register_contrast(verbs)  # attnkit translate contrast --checkpoint DIR --pairs FILE.tsv
 
     r = verbs.add_parser("run", help=_("translate sentences with a checkpoint"))
     r.add_argument("--checkpoint", required=True, metavar="DIR")
