@@ -26,6 +26,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from attnkit.data.hf_folder import (
+    GENERATION_CONFIG,
+    HFSourceError,
+    check_not_lfs_pointer,
+    is_lfs_pointer,
+    read_generation_config,
+)
 from attnkit.i18n import _, ngettext
 
 __all__ = [
@@ -48,8 +55,6 @@ __all__ = [
 # single-file weights, in the order they are preferred (safetensors needs no unpickling)
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 _INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
-GENERATION_CONFIG = "generation_config.json"
-
 # the bare names of models published before the hub had owners, as the hub maps them
 # (the GPT-2 family: what attnkit reads of them)
 LEGACY_HUB_NAMES = {
@@ -60,15 +65,9 @@ LEGACY_HUB_NAMES = {
     "distilgpt2": "distilbert/distilgpt2",
 }
 
-_LFS_HEADER = b"version https://git-lfs.github.com/spec/v1"
 # model types attnkit reads, by the architectures config.json names
 _KNOWN_TYPES = {"MarianMTModel": "marian", "MarianModel": "marian", "GPT2LMHeadModel": "gpt2",
                 "GPT2Model": "gpt2"}  # fmt: skip
-
-
-class HFSourceError(ValueError):
-    """A Hugging Face source that cannot be used: not found, offline, not a model folder, or a
-    file in it broken (the message names the file and what to do)."""
 
 
 def _has_weights(folder: Path) -> bool:
@@ -205,23 +204,6 @@ def read_config(folder: str | os.PathLike) -> dict[str, Any]:
     return data
 
 
-def read_generation_config(folder: str | os.PathLike) -> dict[str, Any]:
-    """The folder's generation_config.json as a dict; ``{}`` when it has none."""
-    path = Path(folder) / GENERATION_CONFIG
-    if not path.is_file():
-        return {}
-    check_not_lfs_pointer(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as e:
-        message = _("{path!r} is not valid JSON: {error}")
-        raise HFSourceError(message.format(path=str(path), error=e)) from None
-    if not isinstance(data, dict):
-        message = _("{path!r} holds {type}, not a JSON object")
-        raise HFSourceError(message.format(path=str(path), type=type(data).__name__))
-    return data
-
-
 def hf_model_type(folder: str | os.PathLike, expected: Mapping[str, str] | None = None) -> str:
     """config.json's "model_type" ("marian", "gpt2" ...); with ``expected`` ({type: what
     such a model is, in words}), one of its types.
@@ -255,27 +237,6 @@ def hf_model_type(folder: str | os.PathLike, expected: Mapping[str, str] | None 
         listed = ", ".join(each.format(what=_(what), kind=k) for k, what in expected.items())
         raise HFSourceError(message.format(config=path, kind=kind, listed=listed))
     return kind
-
-
-def is_lfs_pointer(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a Git LFS pointer (a small text file that stands for the real
-    one in a repository cloned without Git LFS)."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(_LFS_HEADER)) == _LFS_HEADER
-    except OSError:
-        return False
-
-
-def check_not_lfs_pointer(path: str | os.PathLike) -> None:
-    """HFSourceError when ``path`` is a Git LFS pointer in place of the file."""
-    if is_lfs_pointer(path):
-        path = Path(path)
-        message = _(
-            "{path} is a Git LFS pointer, not the file itself (the repository was cloned "
-            "without Git LFS): run `git lfs pull` in {folder}, or download {name} again"
-        )
-        raise HFSourceError(message.format(path=path, folder=path.parent, name=path.name))
 
 
 def _safetensors_sizes(path: Path) -> tuple[int, int] | None:

@@ -158,7 +158,7 @@ class MarianTokenizer:
         and ``forced_eos_token_id`` from ``config`` (its config.json, read when None) and
         the folder's generation_config.json, which wins where both say (as in
         transformers' ``generate``)."""
-        from attnkit.convert.hf_files import check_not_lfs_pointer, read_generation_config
+        from attnkit.data.hf_folder import check_not_lfs_pointer, read_generation_config
 
         folder = Path(folder)
         missing = [n for n in _FILES if not (folder / n).is_file()]
