@@ -272,3 +272,41 @@ def test_generate_and_each_new_tokens_attention_in_browser(browser_context, lm_s
     )
     assert not errors, errors
     page.close()
+
+
+def test_a_link_opens_a_sentence_with_a_head_picked(browser_context, live_server):
+    # layer and head count from 1 in the link (the pickers' "layer 2" is their value "1")
+    from urllib.parse import quote_plus
+
+    page = browser_context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    link = f"{live_server}/?text={quote_plus(SENTENCE)}&kind=decoder&layer=2&head=2"
+    page.goto(link, wait_until="domcontentloaded")
+    page.wait_for_selector("body[data-state=done] figure.picked svg[data-kind=decoder_self]")
+    expected = httpx.post(f"{live_server}/api/translate", json={"text": SENTENCE}).json()
+    assert page.text_content("#translation") == expected["translation"]
+    assert (page.input_value("#layer"), page.input_value("#head")) == ("1", "1")
+    cell = page.locator("svg[data-kind=decoder_self] rect.cell[data-row='1'][data-col='0']")
+    assert float(cell.get_attribute("data-weight")) == pytest.approx(
+        expected["decoder_self"][1][1][1][0], abs=1e-3
+    )
+    assert page.locator("figure.picked").count() == 1
+    note = page.text_content("#link-picked")
+    assert note == "opened from the link: decoder self-attention · layer 2, head 2"
+    assert page.text_content("#link-ignored") == ""
+    page.select_option("#head", value="0")  # the address bar follows: a link to the view
+    assert page.url.endswith("&kind=decoder&layer=2&head=1")
+
+    # bad values are ignored, each named in the note; the sentence is still translated
+    page.goto(f"{live_server}/?text={quote_plus(SENTENCE)}&kind=encoder-decoder&layer=3&head=x")
+    page.wait_for_selector("body[data-state=done] #link-note:not([hidden])")
+    assert page.text_content("#link-ignored") == (
+        "ignored from the link: kind=encoder-decoder (encoder, decoder or cross) · "
+        "ignored from the link: layer=3 (a whole number from 1 to 2) · "
+        "ignored from the link: head=x (a whole number from 1 to 2, or mean)"
+    )
+    assert (page.input_value("#layer"), page.input_value("#head")) == ("0", "mean")  # as without
+    assert page.locator("figure.picked").count() == 0 and page.locator("#error").is_hidden()
+    assert not errors, errors
+    page.close()

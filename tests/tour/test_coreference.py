@@ -128,3 +128,32 @@ def test_the_saved_model_scores_the_same_through_translate_contrast(tmp_path, ca
     c = result().values["contrast_accuracy"]
     assert (report["accuracy"]["k"], report["accuracy"]["n"]) == (c["k"], c["n"])
     assert report["mean_margin"] == pytest.approx(c["mean_margin"], abs=1e-4)
+
+
+def test_the_head_found_opens_in_the_notebook_view_and_the_explorer(tmp_path):
+    import json
+    import re
+    import warnings
+
+    with warnings.catch_warnings():  # starlette's notice about httpx versions
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+
+    from attnkit.serve import create_app
+
+    translator = topic.trained_coreference(small=True, seed=0)[0]
+    h = result().values["head_accuracy"]  # 1-based: kind, layer, head
+    for given in (result(), result().values):
+        view = topic.show_found_head(given, translator, SEED_SENTENCES[1])
+        spec = json.loads(re.search(r'class="attnkit-data">(.*?)</script>', view.to_html())[1])
+        key = {"encoder": "encoder_self", "decoder": "decoder_self"}.get(h["kind"], h["kind"])
+        assert spec["panels"][spec["panel"]]["key"] == key
+        assert (spec["layer"], spec["head"]) == (h["layer"] - 1, h["head"] - 1)
+    assert view.title.startswith(SEED_SENTENCES[1]) and "qu'elle" in view.title
+    # the explorer over the saved model translates a seed sentence as the topic did
+    folder = topic.save_model(tmp_path / "coref", small=True, seed=0)
+    with TestClient(create_app(folder)) as client:
+        got = client.post("/api/translate", json={"text": SEED_SENTENCES[0]}).json()
+        assert client.get("/", params={"text": SEED_SENTENCES[0], "kind": h["kind"]}).is_success
+    assert got["translation"] == result().values["seed_translations"][SEED_SENTENCES[0]]
+    assert len(got["decoder_self"]) == 2 and len(got["decoder_self"][0]) == 4  # layers, heads

@@ -207,11 +207,29 @@ def test_tokens_that_would_end_the_script_or_break_xml_are_escaped():
         (lambda: show_attention(softmax_maps(3, 2, 2), head="max"), ValueError, "head must be one of"),
         (lambda: show_attention(softmax_maps(2, 2), title=3), TypeError, "title must be a str"),
         (lambda: show_attention(translator_maps(), ["a"]), TypeError, "tokens and query_tokens are for tensors"),
+        (lambda: show_attention(translator_maps(), kind="decoder_cross"), ValueError,
+         "kind must be one of 'encoder_self', 'decoder_self', 'cross', 'encoder', 'decoder', got"),
+        (lambda: show_attention(softmax_maps(2, 2), kind="encoder"), ValueError,
+         "kind must be one of 'attention', got 'encoder'"),
     ],
 )  # fmt: skip
 def test_bad_input_is_a_clear_error_naming_the_argument(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize(
+    ("kind", "index"),
+    [(None, 0), ("encoder", 0), ("encoder_self", 0), ("decoder", 1), ("decoder_self", 1),
+     ("cross", 2)],
+)  # fmt: skip
+def test_kind_picks_the_panel_the_view_opens_on(kind, index):
+    # the coreference topic names a head 1-based: decoder, layer 2, head 3 -> layer=1, head=2
+    view = show_attention(translator_maps(), kind=kind, layer=1, head=2)
+    spec = embedded(view)
+    assert spec["panel"] == index and (spec["layer"], spec["head"]) == (1, 2)
+    assert spec["panels"][index]["key"] == ("encoder_self", "decoder_self", "cross")[index]
+    assert f"kind={spec['panels'][index]['key']!r}" in repr(view)
 
 
 def test_panels_of_your_own_are_checked_and_drawn_side_by_side():

@@ -422,3 +422,27 @@ def test_the_view_takes_the_pages_theme_colours(browser, tmp_path, variables, ba
         "c => Array.from(c.getContext('2d').getImageData(1, 1, 1, 1).data)")  # fmt: skip
     assert corner[:3] == [int(v) for v in background[4:-1].split(",")[:3]]
     page.context.close()
+
+
+def test_a_view_opened_on_a_kind_shows_that_panel_layer_and_head(browser, tmp_path):
+    # what show_found_head (attnkit.tour.coreference) opens: the decoder's layer 2, head 2
+    from tests.views.test_views import translator_maps
+
+    from attnkit.views import show_attention
+
+    maps = translator_maps()
+    path = show_attention(maps, kind="decoder", layer=1, head=1).save(tmp_path / "kind.html")
+    outside: list[str] = []
+    page = offline_page(browser, outside)
+    page.goto(path.as_uri())
+    view = page.locator(".attnkit-view[data-state=ready]")
+    view.wait_for(timeout=20_000)
+    assert (view.get_attribute("data-panel"), view.get_attribute("data-layer"),
+            view.get_attribute("data-head")) == ("decoder_self", "1", "1")  # fmt: skip
+    assert page.locator(".attnkit-panel").input_value() == "1"
+    assert page.locator(".q-token").all_text_contents() == maps.decoder_inputs
+    page.locator(".q-token[data-index='3']").hover()
+    shown = torch.tensor(weights_of(page.locator(".k-token")))
+    w = maps.decoder_self
+    assert ((shown - w[1, 1, 3]).abs() <= step(w)[1, 1, 0]).all()
+    assert not outside, outside

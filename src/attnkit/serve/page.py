@@ -105,6 +105,14 @@ SCRIPT_MESSAGES = [
     N_("test x"),
     N_("training x"),
     N_("could not compute: {error}"),
+    # a link that opens a sentence with a head picked: /?text=…&kind=…&layer=…&head=…
+    N_("opened from the link: {picked}"),
+    # i18n: {name}={value} is the link's own text (kind=foo, layer=9): keep it as it is
+    N_("ignored from the link: {name}={value} ({why})"),
+    N_("encoder, decoder or cross"),
+    N_("this model has no {kind}"),
+    N_("a whole number from 1 to {n}"),
+    N_("a whole number from 1 to {n}, or mean"),
 ]
 
 _ELEMENT = re.compile(r'(<(\w+)\b[^>]*\sdata-i18n(?:="(html)")?(?=[\s>])[^>]*>)(.*?)(</\2>)', re.S)

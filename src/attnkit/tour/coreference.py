@@ -51,7 +51,8 @@ import torch
 from attnkit.i18n import _
 from attnkit.tour.base import TopicResult, check_args, topic
 
-__all__ = ["claims_hold", "coreference", "measure", "save_model", "trained_coreference"]
+__all__ = ["claims_hold", "coreference", "measure", "save_model", "show_found_head",
+           "trained_coreference"]  # fmt: skip
 
 # the book's Transformer sizes without dropout; max_len: positions (sentences are <= 15)
 SIZES = {"d_model": 32, "num_heads": 4, "num_layers": 2, "d_ff": 64, "dropout": 0.0,
@@ -96,6 +97,22 @@ def save_model(out: str | os.PathLike, *, small: bool = False, seed: int = 0) ->
     save_checkpoint(out, config, translator.model.state_dict())
     write_contrast_tsv(corpus.test, out / "held_out.tsv")
     return out
+
+
+def show_found_head(result, translator, sentence: str | None = None, **options):
+    """The notebook view (:func:`attnkit.show_attention`) of ``sentence`` (default: the
+    first seed sentence) as ``translator`` translates it, opened on the head the topic
+    found: ``result`` is the topic's result or its ``values``, whose ``head_accuracy``
+    names the head from 1 (the view counts from 0). ``options``: the view's ``view``,
+    ``title``. In the decoder's maps the step that writes il/elle is the row of the word
+    before it (its input)."""
+    from attnkit.data.coreference import SEED_SENTENCES
+    from attnkit.views import show_attention
+
+    h = (result if isinstance(result, dict) else result.values)["head_accuracy"]
+    maps = translator.maps(SEED_SENTENCES[0] if sentence is None else sentence)
+    return show_attention(maps, kind=h["kind"], layer=h["layer"] - 1, head=h["head"] - 1,
+                          **options)  # fmt: skip
 
 
 def _rows(items):

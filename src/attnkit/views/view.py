@@ -35,6 +35,8 @@ MAX_TOKENS = 1024  # tokens on one axis of one map
 MAX_WEIGHTS = 1 << 26  # weights in one view (64 Mi: a 512-token 12 x 12 model holds 36 Mi)
 THUMB = 64  # the model view's thumbnails: at most this many cells a side (block means)
 VIEWS = ("head", "model", "matrix")
+# kind= may name a translator's panel by its short name (the coreference topic's words)
+KIND_ALIASES = {"encoder": "encoder_self", "decoder": "decoder_self"}
 QUANTIZATION = N_(
     "weights embedded with 8 bits each: per map, w = q / 255 x (the map's largest weight), "
     "within 1/510 of that largest weight"
@@ -44,10 +46,11 @@ QUANTIZATION = N_(
 class AttentionView:
     """Attention maps, drawn: ``panels`` (one per kind of attention) shown in the
     ``view`` ("head", "model" or "matrix") at ``layer`` and ``head`` ("all", "mean" or
-    an index), all changeable in the page. ``save`` writes SVG, PNG or HTML."""
+    an index), opened on the panel ``kind`` (a panel's key, or None: the first), all
+    changeable in the page. ``save`` writes SVG, PNG or HTML."""
 
     def __init__(self, panels: list[Panel], *, title: str = "", view: str = "head",
-                 layer: int = -1, head: int | str = "all") -> None:  # fmt: skip
+                 layer: int = -1, head: int | str = "all", kind: str | None = None) -> None:  # fmt: skip
         if (
             not isinstance(panels, list)
             or not panels
@@ -77,6 +80,7 @@ class AttentionView:
                 )
             )
         self.head = head
+        self.panel = 0 if kind is None else _panel_index(panels, kind)
         self.n_weights = total_weights(panels)
         self._svg: dict[str, str] = {}  # language -> the static picture
 
@@ -99,7 +103,9 @@ class AttentionView:
 
     def __repr__(self) -> str:
         kinds = ", ".join(f"{p.key} {tuple(p.weights.shape)}" for p in self.panels)
-        return f"AttentionView({kinds}; view={self.view!r}, layer={self.layer}, head={self.head!r})"
+        kind = self.panels[self.panel].key
+        return (f"AttentionView({kinds}; kind={kind!r}, view={self.view!r}, layer={self.layer}, "
+                f"head={self.head!r})")  # fmt: skip
 
     # ------------------------------------------------------------------ outputs
 
@@ -121,6 +127,7 @@ class AttentionView:
         return {
             "title": self.title,
             "panels": [panel_spec(p) for p in self.panels],
+            "panel": self.panel,
             "view": self.view,
             "layer": self.layer,
             "head": self.head,
@@ -224,6 +231,7 @@ def show_attention(
     view: str = "head",
     layer: int = -1,
     head: int | str = "all",
+    kind: str | None = None,
 ) -> AttentionView:
     """Attention maps as an interactive view for a notebook (offline, self-contained):
     the head view (queries and keys in two columns, lines weighted by attention, hover or
@@ -236,14 +244,28 @@ def show_attention(
     of the explorer (``prompt_tokens``, ``new_tokens``, ``attention``), or a tensor (Q, K),
     (H, Q, K) or (L, H, Q, K) of weights >= 0 with its ``tokens`` (K) and ``query_tokens``
     (Q; default ``tokens`` when Q == K). ``layer`` (negative: from the last) and ``head``
-    ("all", "mean" or an index) pick what shows first and what the static picture draws.
+    ("all", "mean" or an index) pick what shows first and what the static picture draws;
+    both count from 0 (the page's pickers say "layer 1", "head 1" for index 0). ``kind``
+    picks the panel the view opens on: a translator's ``"encoder_self"`` (or
+    ``"encoder"``), ``"decoder_self"`` (or ``"decoder"``) or ``"cross"``; None: the first.
+    A head named 1-based, as the coreference topic's ``head_accuracy`` (kind, layer,
+    head) names it: ``show_attention(maps, kind=kind, layer=layer - 1, head=head - 1)``.
     """
     if title is not None and not isinstance(title, str):
         raise TypeError(_("title must be a str, got {type}").format(type=type(title).__name__))
     panels = panels_from(maps, tokens, query_tokens, title or None)
     if title is None:
         title = _default_title(maps)
-    return AttentionView(panels, title=title, view=view, layer=layer, head=head)
+    return AttentionView(panels, title=title, view=view, layer=layer, head=head, kind=kind)
+
+
+def _panel_index(panels: list[Panel], kind: object) -> int:
+    """The index of the panel ``kind`` names (its key or a ``KIND_ALIASES`` short name);
+    ValueError listing the names these panels answer to."""
+    keys = [p.key for p in panels]
+    names = keys + [short for short, key in KIND_ALIASES.items() if key in keys]
+    kind = one_of("kind", kind, names)
+    return keys.index(KIND_ALIASES.get(kind, kind))
 
 
 def _default_title(maps) -> str:

@@ -12,7 +12,8 @@ const headLabel = (h) => (h === "mean" ? t("mean of heads") : t("head {n}", { n:
 const where = (layer, head) => t("layer {layer}, {head}", { layer: layer + 1, head: headLabel(head) });
 const layerOptions = (L) => Array.from({ length: L }, (_, i) => [String(i), t("layer {n}", { n: i + 1 })]);
 const headOptions = (H) => [["mean", t("mean of heads")], ...Array.from({ length: H }, (_, i) => [String(i), headLabel(i)])];
-const state = { info: null, result: null, gen: null, genToken: 0, nwPending: null, nwBusy: false };
+const state = { info: null, result: null, gen: null, genToken: 0, nwPending: null, nwBusy: false,
+  link: null, picked: null };
 
 // ---------------------------------------------------------------------------- helpers
 
@@ -57,21 +58,90 @@ function drawMaps() {
   const layer = Number($("layer").value || 0);
   const head = $("head").value || "mean";
   const kinds = [
-    ["encoder_self", t("encoder self-attention"), res.source, res.source, t("query"), t("key")],
-    ["decoder_self", t("decoder self-attention"), res.decoder_inputs, res.decoder_inputs, t("query"), t("key")],
-    ["cross", res.encoder_self ? t("encoder-decoder attention") : t("alignment (Bahdanau)"),
-      res.outputs, res.source, t("target"), t("source")],
+    ["encoder_self", res.source, res.source, t("query"), t("key")],
+    ["decoder_self", res.decoder_inputs, res.decoder_inputs, t("query"), t("key")],
+    ["cross", res.outputs, res.source, t("target"), t("source")],
   ];
-  for (const [key, title, rows, cols, rowName, colName] of kinds) {
+  for (const [key, rows, cols, rowName, colName] of kinds) {
     const maps = res[key];
     if (!maps) continue;
     const single = maps.length === 1 && maps[0].length === 1;
     const l = single ? 0 : Math.min(layer, maps.length - 1);
     const h = single ? 0 : head;
-    box.appendChild(heatmap(pick(maps, l, h), rows, cols, {
+    const title = kindTitle(res, key);
+    const figure = heatmap(pick(maps, l, h), rows, cols, {
       kind: key, title: single ? title : `${title} · ${where(l, h)}`, rowName, colName, t,
-    }));
+    });
+    if (key === state.picked) figure.classList.add("picked");  // the kind a link named
+    box.appendChild(figure);
   }
+}
+
+function kindTitle(res, key) {
+  return { encoder_self: t("encoder self-attention"), decoder_self: t("decoder self-attention"),
+    cross: res.encoder_self ? t("encoder-decoder attention") : t("alignment (Bahdanau)") }[key];
+}
+
+// ---------------------------------------------------------------------------- a link to a head
+
+// /?text=…&kind=decoder&layer=2&head=2 opens with the sentence translated and that head
+// picked (the coreference topic names its head so: docs/coreference.md). In the link, layer
+// and head count from 1, as the pickers show them ("layer 1" is the picker's value "0");
+// head may be "mean". kind (encoder, decoder, cross; or encoder_self, decoder_self) outlines
+// that kind's map. They apply to the first translation; a value that does not fit the model
+// is ignored and the note above the maps says so. Later picks keep the link up to date.
+const LINK_KINDS = { encoder: "encoder_self", encoder_self: "encoder_self",
+  decoder: "decoder_self", decoder_self: "decoder_self", cross: "cross" };
+
+function readLink() {
+  const params = new URLSearchParams(window.location.search);
+  const get = (name) => (params.has(name) ? params.get(name).trim() : null);
+  const link = { text: params.get("text"), kind: get("kind"), layer: get("layer"), head: get("head") };
+  return Object.values(link).some((v) => v !== null) ? link : null;
+}
+
+function applyLink(link, res, L, Hn) {
+  const ignored = [];
+  const ignore = (name, value, why) => ignored.push(t("ignored from the link: {name}={value} ({why})",
+    { name, value: value.length > 40 ? `${value.slice(0, 39)}…` : value, why }));
+  const whole = (v, n) => /^[0-9]+$/.test(v) && Number(v) >= 1 && Number(v) <= n;
+  state.picked = null;
+  if (link.kind !== null) {
+    const key = LINK_KINDS[link.kind.toLowerCase()];
+    if (!key) ignore("kind", link.kind, t("encoder, decoder or cross"));
+    else if (!res[key]) ignore("kind", link.kind, t("this model has no {kind}", { kind: kindTitle(res, key) }));
+    else state.picked = key;
+  }
+  if (link.layer !== null) {
+    if (whole(link.layer, L)) $("layer").value = String(Number(link.layer) - 1);
+    else ignore("layer", link.layer, t("a whole number from 1 to {n}", { n: L }));
+  }
+  if (link.head !== null) {
+    if (link.head.toLowerCase() === "mean") $("head").value = "mean";
+    else if (whole(link.head, Hn)) $("head").value = String(Number(link.head) - 1);
+    else ignore("head", link.head, t("a whole number from 1 to {n}, or mean", { n: Hn }));
+  }
+  const shown = $("map-controls").hidden ? null : where(Number($("layer").value || 0), $("head").value || "mean");
+  const picked = [state.picked ? kindTitle(res, state.picked) : null, shown].filter(Boolean).join(" · ");
+  $("link-picked").textContent = t("opened from the link: {picked}", { picked });
+  $("link-ignored").textContent = ignored.join(" · ");
+  $("link-note").hidden = false;
+}
+
+// the address bar follows the page: a link to what is on screen, to copy or bookmark
+function updateLink() {
+  const res = state.result;
+  if (!res) return;
+  const url = new URL(window.location.href);
+  url.searchParams.set("text", res.text);
+  for (const name of ["kind", "layer", "head"]) url.searchParams.delete(name);
+  if (state.picked) url.searchParams.set("kind", state.picked.replace("_self", ""));
+  if (!$("map-controls").hidden) {
+    url.searchParams.set("layer", String(Number($("layer").value || 0) + 1));
+    const head = $("head").value || "mean";
+    url.searchParams.set("head", head === "mean" ? "mean" : String(Number(head) + 1));
+  }
+  window.history.replaceState(null, "", url.toString());
 }
 
 function showResult(res) {
@@ -91,8 +161,12 @@ function showResult(res) {
   fillSelect($("layer"), layerOptions(L), true);
   if (!$("layer").value && L) $("layer").value = String(L - 1);
   fillSelect($("head"), headOptions(Hn), true);
+  if (state.link) applyLink(state.link, res, L, Hn);
+  else $("link-note").hidden = true;  // a later sentence: the link's note is done
+  state.link = null;
   $("result").hidden = false;
   drawMaps();
+  updateLink();
 }
 
 function clearResult() {
@@ -102,6 +176,7 @@ function clearResult() {
   $("timing").textContent = "";
   $("heatmaps").replaceChildren();
   $("tooltip").hidden = true;
+  $("link-note").hidden = true;
 }
 
 async function onTranslate(ev) {
@@ -153,6 +228,13 @@ async function loadInfo() {
     for (let k = 2; k <= info.max_beam; k++) beams.push([String(k), t("beam {k}", { k })]);
     fillSelect($("beam"), beams, true);
     updateCount();
+    // a link with a sentence: translate it at once (its kind, layer and head: applyLink)
+    state.link = readLink();
+    if (state.link && state.link.text) {
+      $("text").value = state.link.text;
+      updateCount();
+      $("translate-form").requestSubmit();
+    }
   } catch (e) {
     $("model-info").textContent = t("could not load model information: {error}", { error: e.message });
   }
@@ -363,8 +445,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("lang").addEventListener("change", switchLanguage);
   $("translate-form").addEventListener("submit", onTranslate);
   $("text").addEventListener("input", updateCount);
-  $("layer").addEventListener("change", drawMaps);
-  $("head").addEventListener("change", drawMaps);
+  for (const id of ["layer", "head"]) $(id).addEventListener("change", () => { drawMaps(); updateLink(); });
   // pieces <-> words: ask again for the sentence on screen
   $("merge-pieces").addEventListener("change", () => {
     if (!$("result").hidden) $("translate-form").requestSubmit();
