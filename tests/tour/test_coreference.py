@@ -157,3 +157,27 @@ def test_the_head_found_opens_in_the_notebook_view_and_the_explorer(tmp_path):
         assert client.get("/", params={"text": SEED_SENTENCES[0], "kind": h["kind"]}).is_success
     assert got["translation"] == result().values["seed_translations"][SEED_SENTENCES[0]]
     assert len(got["decoder_self"]) == 2 and len(got["decoder_self"][0]) == 4  # layers, heads
+
+
+def test_the_model_trains_with_one_thread_however_it_is_called(monkeypatch):
+    # the topic runs with one thread; save_model called on its own must train the same model
+    import attnkit.tour.translation as translation
+
+    seen = []
+
+    class StopError(Exception):
+        pass
+
+    def stop(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        raise StopError
+
+    monkeypatch.setattr(translation, "train_translator", stop)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with pytest.raises(StopError):
+            topic.trained_coreference.__wrapped__(small=True, seed=0)
+        assert seen == [1] and torch.get_num_threads() == 2  # restored
+    finally:
+        torch.set_num_threads(threads)
