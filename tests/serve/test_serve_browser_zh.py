@@ -80,11 +80,15 @@ def test_the_explorer_in_a_zh_cn_browser_speaks_chinese(zh_page, live_server, tm
     page.wait_for_selector("#nw-plot svg path.fit")
     assert {"真实值", "预测", "训练数据"} <= set(page.locator("#nw-plot text").all_text_contents())
 
-    # the switch: the page again in English (?lang=en), its API calls in English too
+    # the switch: the page again in English (?lang=en), its API calls in English too; the
+    # address bar held the sentence and the pickers (app.js updateLink): translated again
     with page.expect_navigation():
         page.select_option("#lang", "en")
-    page.wait_for_selector("#beam option:nth-child(2)", state="attached")
-    assert page.url.endswith("/?lang=en") and page.evaluate("document.documentElement.lang") == "en"
+    page.wait_for_selector("body[data-state=done] svg.heatmap[data-kind=cross]", timeout=20_000)
+    assert "lang=en" in page.url.split("?")[1].split("&")
+    assert page.evaluate("document.documentElement.lang") == "en"
+    assert page.input_value("#text") == SENTENCE
+    assert page.text_content("#link-picked") == "opened from the link: layer 1, mean of heads"
     assert page.text_content("h1") == "attnkit attention explorer"
     assert page.text_content("#model-info").startswith("transformer (")
     page.fill("#text", "I love you")
