@@ -32,6 +32,7 @@ from attnkit.data.hf_folder import (
     check_not_lfs_pointer,
     is_lfs_pointer,
     read_generation_config,
+    read_json_object,
 )
 from attnkit.i18n import _, ngettext
 
@@ -183,9 +184,8 @@ def resolve_source(source: str | os.PathLike, *, files: tuple[str, ...] = ()) ->
 def read_config(folder: str | os.PathLike) -> dict[str, Any]:
     """The folder's config.json as a dict (HFSourceError when missing or not JSON)."""
     path = Path(folder) / "config.json"
-    check_not_lfs_pointer(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return read_json_object(path)
     except FileNotFoundError:
         if _has_weights(Path(folder)):  # the weights without their config
             message = _(
@@ -195,13 +195,6 @@ def read_config(folder: str | os.PathLike) -> dict[str, Any]:
             raise HFSourceError(message.format(path=path, folder=folder)) from None
         message = _("{path!r} not found: not a Hugging Face model folder")
         raise HFSourceError(message.format(path=str(path))) from None
-    except ValueError as e:
-        message = _("{path!r} is not valid JSON: {error}")
-        raise HFSourceError(message.format(path=str(path), error=e)) from None
-    if not isinstance(data, dict):
-        message = _("{path!r} holds {type}, not a JSON object")
-        raise HFSourceError(message.format(path=str(path), type=type(data).__name__))
-    return data
 
 
 def hf_model_type(folder: str | os.PathLike, expected: Mapping[str, str] | None = None) -> str:

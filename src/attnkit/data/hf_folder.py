@@ -20,6 +20,7 @@ __all__ = [
     "check_not_lfs_pointer",
     "is_lfs_pointer",
     "read_generation_config",
+    "read_json_object",
 ]
 
 GENERATION_CONFIG = "generation_config.json"
@@ -52,11 +53,10 @@ def check_not_lfs_pointer(path: str | os.PathLike) -> None:
         raise HFSourceError(message.format(path=path, folder=path.parent, name=path.name))
 
 
-def read_generation_config(folder: str | os.PathLike) -> dict[str, Any]:
-    """The folder's generation_config.json as a dict; ``{}`` when it has none."""
-    path = Path(folder) / GENERATION_CONFIG
-    if not path.is_file():
-        return {}
+def read_json_object(path: str | os.PathLike) -> dict[str, Any]:
+    """A JSON file of a model folder as a dict: HFSourceError when it is an LFS pointer, not
+    JSON or not an object (FileNotFoundError when it is not there)."""
+    path = Path(path)
     check_not_lfs_pointer(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -67,3 +67,9 @@ def read_generation_config(folder: str | os.PathLike) -> dict[str, Any]:
         message = _("{path!r} holds {type}, not a JSON object")
         raise HFSourceError(message.format(path=str(path), type=type(data).__name__))
     return data
+
+
+def read_generation_config(folder: str | os.PathLike) -> dict[str, Any]:
+    """The folder's generation_config.json as a dict; ``{}`` when it has none."""
+    path = Path(folder) / GENERATION_CONFIG
+    return read_json_object(path) if path.is_file() else {}
