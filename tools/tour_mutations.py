@@ -128,6 +128,11 @@ MUTATIONS = [
              "full[f], past[f] = _perplexity(model, held_out, C, C)",
              "every length is evaluated at the training context",
              "test_extrapolation_alibi_holds_learned_stops"),
+    Mutation("coreference", "coreference.py",
+             'held = report.heads["kinds"][kind]["cells"][layer - 1][head - 1]',
+             'held = report.heads["kinds"]["encoder"]["cells"][layer - 1][head - 1]',
+             "the held-out rate is read from the encoder's head at that place, not the one chosen",
+             "test_coreference_claims_hold"),
 ]  # fmt: skip
 
 
