@@ -60,6 +60,13 @@ def test_set_language_overrides_the_environment_and_use_language_overrides_both(
     assert i18n.set_language(None) == "zh"
     with pytest.raises(TypeError, match="language must be a str or None, got int"):
         i18n.set_language(3)
+    with (
+        pytest.raises(TypeError, match="language must be a str or None, got list"),
+        i18n.use_language(["zh"]),
+    ):
+        pass
+    with pytest.raises(TypeError, match="header must be a str or None, got bytes"):
+        i18n.language_from_accept(b"zh-CN")
 
 
 def test_missing_messages_fall_back_to_english():

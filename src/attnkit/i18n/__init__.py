@@ -90,6 +90,8 @@ def language_from_environment(environ: Mapping[str, str] | None = None) -> str:
 def language_from_accept(header: str | None) -> str:
     """The best of :data:`LANGUAGES` for an HTTP ``Accept-Language`` header
     (``"zh-CN,zh;q=0.9,en;q=0.8"`` -> ``"zh"``); ``"en"`` when none matches."""
+    if header is not None and not isinstance(header, str):
+        raise TypeError(f"header must be a str or None, got {type(header).__name__}")
     best, best_q = "en", -1.0
     for position, item in enumerate((header or "").split(",")):
         tag, _sep, params = item.strip().partition(";")
@@ -113,18 +115,22 @@ def set_language(language: str | None) -> str:
     ``"zh_CN.UTF-8"``) from now on in this process; ``None`` goes back to the environment's
     choice. Returns the language now in force. A language attnkit lacks gives English."""
     global _chosen
+    _chosen = _checked_language(language)
+    return get_language()
+
+
+def _checked_language(language: object) -> str | None:
+    """``language`` as one of LANGUAGES (English for one we lack), None for None;
+    TypeError for anything but a str or None."""
     if language is not None and not isinstance(language, str):
         raise TypeError(f"language must be a str or None, got {type(language).__name__}")
-    _chosen = None if language is None else (normalize_language(language) or "en")
-    return get_language()
+    return None if language is None else (normalize_language(language) or "en")
 
 
 @contextlib.contextmanager
 def use_language(language: str | None) -> Iterator[str]:
     """Speak ``language`` inside the ``with`` block only (this thread or task)."""
-    token = _request_language.set(
-        None if language is None else normalize_language(language) or "en"
-    )
+    token = _request_language.set(_checked_language(language))
     try:
         yield get_language()
     finally:
