@@ -16,7 +16,6 @@ the catalog holds) is drawn as its English source then, wherever it was built.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
 import sys
@@ -153,21 +152,6 @@ def figure_text() -> Iterator[str]:
         yield language
 
 
-@functools.cache
-def _sources(language: str) -> dict[str, str]:
-    """``{translation: English source}`` of ``language``'s catalog (every area)."""
-    from attnkit.i18n.catalog import translations
-
-    found: dict[str, str] = {}
-    lookup = translations(language)
-    while lookup is not None:
-        for source, text in getattr(lookup, "_catalog", {}).items():
-            if isinstance(source, str) and source and isinstance(text, str):
-                found.setdefault(text, source)
-        lookup = getattr(lookup, "_fallback", None)
-    return found
-
-
 def _drawn(text: str | None) -> str | None:
     """``text`` as a figure draws it: Chinese with no font to draw it goes back to its
     English source when the catalog holds it (text built outside :func:`figure_text`)."""
@@ -175,7 +159,9 @@ def _drawn(text: str | None) -> str | None:
         return text
     if figure_language() == get_language():
         return text
-    return _sources(get_language()).get(text, text)
+    from attnkit.i18n.catalog import english_of
+
+    return english_of(get_language(), text)
 
 
 def _prepare_fonts(*texts: Iterable[object] | None) -> None:

@@ -163,3 +163,11 @@ def test_lang_holds_for_one_command_only(capsys):
     assert "实验" in out and "已断言" in out  # kind and status columns in Chinese
     assert i18n.get_language() == "en"
     assert i18n.chosen_language() == "en"
+
+
+def test_english_of_goes_back_from_a_translation_to_its_source():
+    from attnkit.i18n.catalog import english_of
+
+    assert english_of("zh", "选项") == "options"  # argparse's area
+    assert english_of("zh", "not a translation") == "not a translation"
+    assert english_of("en", "选项") == "选项"

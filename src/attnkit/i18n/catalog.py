@@ -13,7 +13,15 @@ import gettext as _gettext
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["AREAS", "COVERAGE", "LOCALE_DIR", "PARTIAL", "messages", "translations"]
+__all__ = [
+    "AREAS",
+    "COVERAGE",
+    "LOCALE_DIR",
+    "PARTIAL",
+    "english_of",
+    "messages",
+    "translations",
+]
 
 LOCALE_DIR = Path(__file__).with_name("locale")
 
@@ -59,6 +67,26 @@ def translations(language: str) -> _gettext.NullTranslations:
             found.add_fallback(chain)
             chain = found
     return chain
+
+
+@functools.cache
+def _sources(language: str) -> dict[str, str]:
+    """``{translation: English source}`` over every area of ``language`` (gettext has no
+    public way to list a catalog: its compiled tables are read)."""
+    found: dict[str, str] = {}
+    lookup: _gettext.NullTranslations | None = translations(language)
+    while lookup is not None:
+        for source, text in getattr(lookup, "_catalog", {}).items():
+            if isinstance(source, str) and source and isinstance(text, str):
+                found.setdefault(text, source)
+        lookup = getattr(lookup, "_fallback", None)
+    return found
+
+
+def english_of(language: str, text: str) -> str:
+    """The English source of ``text`` when it is one of ``language``'s translations, else
+    ``text`` (a figure with no font for Chinese draws the source instead)."""
+    return _sources(language).get(text, text) if language != "en" else text
 
 
 def messages(language: str, sources: Iterable[str]) -> dict[str, str]:
