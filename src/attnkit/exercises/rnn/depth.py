@@ -3,7 +3,7 @@ language model; does it still train, and what makes it work."""
 
 from __future__ import annotations
 
-from attnkit.exercises.rnn_lm import char_data, evaluate_perplexity, make_lm, train_char_lm
+from attnkit.exercises.rnn.lm import char_data, evaluate_perplexity, make_lm, train_char_lm
 from attnkit.tour.base import TopicResult, topic
 
 __all__ = ["deeper_rnn"]

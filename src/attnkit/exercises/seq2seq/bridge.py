@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from attnkit.exercises.seq2seq_common import SIZES, train_seq2seq, val_bleu
-from attnkit.exercises.seq2seq_variants import (
+from attnkit.exercises.seq2seq.common import SIZES, train_seq2seq, val_bleu
+from attnkit.exercises.seq2seq.variants import (
     _teacher_forced_val_loss,
     data_for,
     epochs,

@@ -12,8 +12,8 @@ import torch
 
 from attnkit.data.lm import _stdlib_docstrings, load_corpus, normalize_line
 from attnkit.exercises import corpora
-from attnkit.exercises.gated_lm import lm_size, train_lm
-from attnkit.exercises.rnn_lm import evaluate_perplexity
+from attnkit.exercises.gated.lm import lm_size, train_lm
+from attnkit.exercises.rnn.lm import evaluate_perplexity
 from attnkit.models.rnn import build_lm
 from attnkit.tour.base import TopicResult, describe_seeds, seed_summary, topic
 

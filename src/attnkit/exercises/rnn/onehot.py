@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from attnkit.exercises.rnn_lm import char_data, make_lm
+from attnkit.exercises.rnn.lm import char_data, make_lm
 from attnkit.tour.base import TopicResult, topic
 
 __all__ = ["onehot_is_lookup"]

@@ -4,7 +4,7 @@ many hidden units, little text."""
 from __future__ import annotations
 
 from attnkit.exercises.glossary import data_label
-from attnkit.exercises.rnn_lm import char_data, evaluate_perplexity, make_lm, train_char_lm
+from attnkit.exercises.rnn.lm import char_data, evaluate_perplexity, make_lm, train_char_lm
 from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, topic
 

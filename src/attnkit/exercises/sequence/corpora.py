@@ -11,7 +11,7 @@ import random
 from attnkit.data.lm import builtin_corpus_lines
 from attnkit.data.text import Vocab
 from attnkit.exercises import corpora
-from attnkit.exercises.sequence_counts import (
+from attnkit.exercises.sequence.counts import (
     ZIPF_FIRST_RANK,
     ZIPF_MIN_COUNT,
     words_of,

@@ -187,8 +187,8 @@ class TwoLayerScratchLM(nn.Module):
 def two_layer_scratch(*, small: bool = False, seed: int = 0) -> TopicResult:
     """9.3.1: two scratch RNN layers stacked equal ``nn.RNN(num_layers=2)`` with the same
     weights (outputs, final states, gradients); the stack trains as a character LM."""
-    from attnkit.exercises.gated_lm import lm_size, train_lm
-    from attnkit.exercises.rnn_lm import char_data, evaluate_perplexity
+    from attnkit.exercises.gated.lm import lm_size, train_lm
+    from attnkit.exercises.rnn.lm import char_data, evaluate_perplexity
 
     torch.manual_seed(seed)
     V, H, T, B = 7, 5, 6, 3

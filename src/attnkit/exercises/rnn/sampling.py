@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from attnkit.exercises.rnn_lm import evaluate_perplexity, reference_model, reference_size
+from attnkit.exercises.rnn.lm import evaluate_perplexity, reference_model, reference_size
 from attnkit.inference.sampling import next_token_probs
 from attnkit.tour.base import TopicResult, topic
 

@@ -10,7 +10,7 @@ import functools
 
 import torch
 
-from attnkit.exercises.seq2seq_common import (
+from attnkit.exercises.seq2seq.common import (
     NUM_STEPS,
     book_arrays,
     build_seq2seq,

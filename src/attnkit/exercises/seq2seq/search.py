@@ -96,8 +96,8 @@ def beam_sizes(*, small: bool = False, seed: int = 0) -> TopicResult:
     """9.8.2: the 9.7 seq2seq (book sizes, trained as in 9.7.1's baseline) decoded with
     beam sizes 1-8, without length normalisation and with the book's alpha = 0.75."""
     check_args(small, seed)
-    from attnkit.exercises.seq2seq_common import NUM_STEPS
-    from attnkit.exercises.seq2seq_variants import data_for, trained
+    from attnkit.exercises.seq2seq.common import NUM_STEPS
+    from attnkit.exercises.seq2seq.variants import data_for, trained
     from attnkit.inference.evaluation import split_texts
     from attnkit.metrics import bleu_from_stats, bleu_stats
 

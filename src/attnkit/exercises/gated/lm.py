@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit.data.lm import seq_data_iter_sequential
-from attnkit.exercises.rnn_lm import char_data, evaluate_perplexity
+from attnkit.exercises.rnn.lm import char_data, evaluate_perplexity
 from attnkit.models.rnn import build_lm
 from attnkit.tour.base import TopicResult, describe_seeds, seed_summary, topic
 from attnkit.tour.cost import count_ops

@@ -8,7 +8,7 @@ import re
 import torch
 import torch.nn.functional as F
 
-from attnkit.exercises.rnn_lm import char_data
+from attnkit.exercises.rnn.lm import char_data
 from attnkit.tour.base import TopicResult, topic
 from attnkit.tour.cost import count_ops
 

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from attnkit.exercises.glossary import data_label
-from attnkit.exercises.rnn_lm import (
+from attnkit.exercises.rnn.lm import (
     evaluate_perplexity,
     make_lm,
     reference_model,

@@ -8,7 +8,7 @@ import torch
 
 from attnkit.data.lm import normalize_line
 from attnkit.exercises.glossary import data_label
-from attnkit.exercises.rnn_lm import char_data, evaluate_perplexity, make_lm, train_char_lm
+from attnkit.exercises.rnn.lm import char_data, evaluate_perplexity, make_lm, train_char_lm
 from attnkit.i18n import gettext
 from attnkit.tour.base import TopicResult, describe_seeds, seed_summary, topic
 
