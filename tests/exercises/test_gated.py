@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import math
 
-from tests.shared_runs import values
 
-
-def test_9_1_1_gates_that_read_only_x_t_prime():
+def test_9_1_1_gates_that_read_only_x_t_prime(values):
     v = values("9.1.1")
     assert v["state_vs_mlp_of_x_t_prime"] < 1e-9
     assert v["grad_elsewhere_max"] < 1e-9
@@ -15,7 +13,7 @@ def test_9_1_1_gates_that_read_only_x_t_prime():
     assert v["free_grad_elsewhere_max"] > 1e-3
 
 
-def test_9_1_2_and_9_2_1_hyperparameters():
+def test_9_1_2_and_9_2_1_hyperparameters(values):
     v = values("9.1.2")
     assert values("9.2.1") is v or values("9.2.1") == v  # one shared run
     table = v["table"]
@@ -30,7 +28,7 @@ def test_9_1_2_and_9_2_1_hyperparameters():
     assert table["lstm"]["base"]["ops"] > table["gru"]["base"]["ops"]
 
 
-def test_9_1_3_rnn_against_gru():
+def test_9_1_3_rnn_against_gru(values):
     v = values("9.1.3")
     assert 2.0 < v["gru_over_rnn_flops"] < 3.0
     assert v["params"]["gru"] > 2 * v["params"]["rnn"]
@@ -43,7 +41,7 @@ def test_9_1_3_rnn_against_gru():
     assert v["verdict"] == ("lower in every seed" if lower else "not reliably lower")
 
 
-def test_9_1_4_update_gate_carries_long_range_memory():
+def test_9_1_4_update_gate_carries_long_range_memory(values):
     ab = values("9.1.4")["gate_ablation"]
     loss = ab["loss"]
     assert all(x > 0.5 for x in loss["long"]["no update"])
@@ -52,13 +50,13 @@ def test_9_1_4_update_gate_carries_long_range_memory():
     assert ab["long_no_update_over_full"]["agree"] == ab["seeds"]
 
 
-def test_9_2_2_character_model_invents_words():
+def test_9_2_2_character_model_invents_words(values):
     f = values("9.2.2")["real_word_fraction"]
     assert 0.05 < f["gru"] < 1.0
     assert f["uniform characters"] < 0.02
 
 
-def test_9_2_3_counted_cost_of_rnn_gru_lstm():
+def test_9_2_3_counted_cost_of_rnn_gru_lstm(values):
     v = values("9.2.3")
     t = v["table"]
     for h in v["sizes"]:
@@ -71,7 +69,7 @@ def test_9_2_3_counted_cost_of_rnn_gru_lstm():
     assert all(2.0 < r < 3.2 for r in v["training_over_inference"].values())
 
 
-def test_9_2_4_cell_exceeds_one_hidden_does_not():
+def test_9_2_4_cell_exceeds_one_hidden_does_not(values):
     v = values("9.2.4")
     assert v["cell_minus_t"] < 1e-6
     assert v["max_abs_cell"] > v["T"] - 1
@@ -80,15 +78,15 @@ def test_9_2_4_cell_exceeds_one_hidden_does_not():
     assert v["free_max_abs_cell"] > 1.0 and v["free_max_abs_hidden"] < 1.0
 
 
-def test_9_2_5_lstm_time_series():
+def test_9_2_5_lstm_time_series(values):
     v = values("9.2.5")
     mse = v["mse"]
-    assert mse["lstm"][1] < 1.6 * v["noise_variance"]
-    assert mse["lstm"][64] > mse["lstm"][1] and mse["mlp"][64] > mse["mlp"][1]
-    assert v["lstm_over_mlp"][4] < 1.0
+    assert mse["lstm"]["1"] < 1.6 * v["noise_variance"]
+    assert mse["lstm"]["64"] > mse["lstm"]["1"] and mse["mlp"]["64"] > mse["mlp"]["1"]
+    assert v["lstm_over_mlp"]["4"] < 1.0
 
 
-def test_9_3_1_two_layer_scratch_equals_torch():
+def test_9_3_1_two_layer_scratch_equals_torch(values):
     v = values("9.3.1")
     assert v["output_max_diff"] < 1e-12
     assert v["state_max_diff"] < 1e-12
@@ -96,14 +94,14 @@ def test_9_3_1_two_layer_scratch_equals_torch():
     assert v["ppl_after"] < 0.6 * min(v["ppl_before"], v["vocab_size"])
 
 
-def test_9_3_2_deep_gru_learns_faster_than_deep_lstm():
+def test_9_3_2_deep_gru_learns_faster_than_deep_lstm(values):
     v = values("9.3.2")
     gap = v["lstm_minus_gru"]
     assert gap["agree"] == gap["n"] == v["seeds"] and gap["min"] > 0.5
     assert 1.2 < v["lstm_over_gru_flops"] < 4 / 3
 
 
-def test_9_3_3_all_the_text_is_read_and_helps():
+def test_9_3_3_all_the_text_is_read_and_helps(values):
     v = values("9.3.3")
     assert v["corpus_chars"] == v["chars_in_lines"] > 10 * 10000
     gap = v["smallest_minus_all"]
@@ -111,7 +109,7 @@ def test_9_3_3_all_the_text_is_read_and_helps():
     assert v["train_chars"]["all"] > 100 * v["train_chars"]["1/128"]
 
 
-def test_9_3_4_mixing_authors():
+def test_9_3_4_mixing_authors(values):
     v = values("9.3.4")
     assert v["cross_over_own_min"] > 1.0
     assert v["cross_minus_own"]["A"]["agree"] == v["seeds"]
@@ -120,7 +118,7 @@ def test_9_3_4_mixing_authors():
     assert v["mixed_over_own_max"] > 1.0
 
 
-def test_9_4_1_directions_of_different_widths():
+def test_9_4_1_directions_of_different_widths(values):
     v = values("9.4.1")
     assert v["H_shape"][-1] == v["h_f"] + v["h_b"] == 8
     assert v["output_weight_shape"] == [10, 8]
@@ -129,7 +127,7 @@ def test_9_4_1_directions_of_different_widths():
     assert v["torch_bidirectional_shape"][-1] == 8
 
 
-def test_9_4_2_bidirectional_two_layers_sees_both_sides():
+def test_9_4_2_bidirectional_two_layers_sees_both_sides(values):
     v = values("9.4.2")
     assert v["output_shape"][0] == v["T"] and v["output_shape"][2] == 32
     assert v["state_shape"][0] == 4 and v["state_shape"][2] == 16
@@ -139,7 +137,7 @@ def test_9_4_2_bidirectional_two_layers_sees_both_sides():
     assert all(a < 0.3 for a in v["accuracy"]["unidirectional"])
 
 
-def test_9_4_3_contextual_vectors():
+def test_9_4_3_contextual_vectors(values):
     v = values("9.4.3")
     assert v["embedding_spread"] < 1e-6
     assert v["context_spread"] > 0.1

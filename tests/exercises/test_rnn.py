@@ -6,10 +6,8 @@ from __future__ import annotations
 import itertools
 import math
 
-from tests.shared_runs import values
 
-
-def test_8_4_1_and_8_5_1_one_hot_is_a_lookup_and_outputs_are_vocab_sized():
+def test_8_4_1_and_8_5_1_one_hot_is_a_lookup_and_outputs_are_vocab_sized(values):
     v = values("8.4.1")
     assert v["output_dim"] == v["vocab_size"] == 28
     assert v["output_shape"] == [70, 28]
@@ -21,7 +19,7 @@ def test_8_4_1_and_8_5_1_one_hot_is_a_lookup_and_outputs_are_vocab_sized():
     assert v["onehot_rank"] == v["vocab_size"]
 
 
-def test_8_4_2_8_4_3_and_1_0_9_5_1_influence_of_the_past_fades_geometrically():
+def test_8_4_2_8_4_3_and_1_0_9_5_1_influence_of_the_past_fades_geometrically(values):
     v = values("1.0/9.5.1")
     assert values("8.4.2") is v or values("8.4.2") == v
     assert 0.1 < v["change_0"] < 1
@@ -36,13 +34,13 @@ def test_8_4_2_8_4_3_and_1_0_9_5_1_influence_of_the_past_fades_geometrically():
     assert 0.1 < math.log(first) / math.log(second) < 10
 
 
-def test_1_0_9_5_2_a_shorter_window_does_not_shorten_the_memory():
+def test_1_0_9_5_2_a_shorter_window_does_not_shorten_the_memory(values):
     v = values("1.0/9.5.2")
     assert v["short_change_at_10"] > 1e-4 and v["short_change_at_10"] > 0.2 * v["change_at_10"]
     assert v["short_reach_1pct"] >= v["reach_1pct"] - 3
 
 
-def test_8_5_2_tuning_embedding_and_other_text():
+def test_8_5_2_tuning_embedding_and_other_text(values):
     v = values("8.5.2")
     ppl = v["held_out_perplexity"]
     assert len(ppl) == 5 and all(2 < p < v["vocab_size"] for p in ppl.values())
@@ -55,7 +53,7 @@ def test_8_5_2_tuning_embedding_and_other_text():
     assert values("1.0/9.5.6")["other_text_perplexity"] == v["other_text_perplexity"]
 
 
-def test_8_5_3_greedy_loops_sampling_varies_alpha_interpolates():
+def test_8_5_3_greedy_loops_sampling_varies_alpha_interpolates(values):
     v = values("8.5.3")
     n = v["prefixes"]
     assert v["looping"]["greedy"] >= n - 2 and v["looping"]["alpha1"] == 0
@@ -65,7 +63,7 @@ def test_8_5_3_greedy_loops_sampling_varies_alpha_interpolates():
     assert p["greedy"] < p["alpha4"] < p["alpha2"] < p["alpha1"]
 
 
-def test_8_5_4_clipping_matters_only_where_the_gradient_explodes():
+def test_8_5_4_clipping_matters_only_where_the_gradient_explodes(values):
     v = values("8.5.4")
     assert v["tanh_lr1_max_norm"] < 1.0 and v["tanh_lr1_gap"] == 0.0  # clipping never fired
     assert v["tanh_lr1_failed_unclipped"] == 0
@@ -73,7 +71,7 @@ def test_8_5_4_clipping_matters_only_where_the_gradient_explodes():
     assert v["tanh_lr3_unclipped_ppl"] > 1e3 * v["tanh_lr3_clipped_ppl"]
 
 
-def test_8_5_6_relu_rnn_with_and_without_clipping():
+def test_8_5_6_relu_rnn_with_and_without_clipping(values):
     v = values("8.5.6")
     assert v["relu_lr1_failed_unclipped"] == 0 and v["relu_lr3_failed_clipped"] == 0
     assert v["relu_minus_tanh_failed_lr3"] < 0
@@ -82,7 +80,7 @@ def test_8_5_6_relu_rnn_with_and_without_clipping():
     assert v["relu_lr1_ppl"] < v["unigram_perplexity"]
 
 
-def test_8_5_5_undetached_state_costs_grow_and_gradients_do_not_change():
+def test_8_5_5_undetached_state_costs_grow_and_gradients_do_not_change(values):
     v = values("8.5.5")
     assert v["error_without_retain"].startswith("Trying to backward through the graph")
     assert "inplace operation" in v["error_with_retain"]
@@ -95,13 +93,13 @@ def test_8_5_5_undetached_state_costs_grow_and_gradients_do_not_change():
     assert v["current_grad_max_difference"] == 0.0 and v["loss_max_difference"] == 0.0
 
 
-def test_8_6_1_a_larger_rnn_overfits_little_text():
+def test_8_6_1_a_larger_rnn_overfits_little_text(values):
     v = values("8.6.1")
     assert v["big_gap"] > 2 * v["small_gap"] > 0
     assert v["big_rise"] > 0.5 and v["big_train"] < 0.5 * v["big_held_out"]
 
 
-def test_8_6_2_deeper_rnn():
+def test_8_6_2_deeper_rnn(values):
     v = values("8.6.2")
     ppl = v["perplexity"]
     assert all(2 < p < 20 for opt in ppl.values() for p in opt.values())
@@ -109,14 +107,14 @@ def test_8_6_2_deeper_rnn():
     assert v["deep_sgd_minus_adam"] > 0  # Adam trains the deep model further
 
 
-def test_8_6_3_rnn_autoregressive_matches_the_mlp():
+def test_8_6_3_rnn_autoregressive_matches_the_mlp(values):
     v = values("8.6.3")
     assert 0.04 < v["rnn_1_step"] < 0.07  # near the noise variance 0.04
     assert all(abs(d) < 0.02 for k, d in v["rnn_minus_mlp"].items() if k != "k64")
     assert v["rnn_64_over_1"] > 3  # errors compound
 
 
-def test_8_7_1_powers_and_power_iteration():
+def test_8_7_1_powers_and_power_iteration(values):
     v = values("8.7.1")
     assert v["eig_power_rel_error"] < 1e-10 and v["norm_power_rel_error"] < 1e-10
     assert v["bound_holds_fraction"] == 1.0

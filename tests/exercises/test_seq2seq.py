@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import math
 
-from tests.shared_runs import values
 
-
-def test_9_5_1_vocabulary_grows_sublinearly():
+def test_9_5_1_vocabulary_grows_sublinearly(values):
     v = values("9.5.1")
     assert v["nondecreasing"] is True
     assert 1.0 <= v["max_target_growth"] < 2.0  # doubling the pairs: < 2x the vocabulary
@@ -19,7 +17,7 @@ def test_9_5_1_vocabulary_grows_sublinearly():
     assert v["first"]["target_types"] > v["first"]["target"]  # min_freq=2 drops singletons
 
 
-def test_9_5_2_no_spaces_whitespace_tokens_are_sentences():
+def test_9_5_2_no_spaces_whitespace_tokens_are_sentences(values):
     v = values("9.5.2")
     n = v["sentences"]
     assert n["held_out"] * 4 == n["train"]
@@ -32,7 +30,7 @@ def test_9_5_2_no_spaces_whitespace_tokens_are_sentences():
     assert v["segmenter_word_recall"] > 0.9
 
 
-def test_9_6_1_feed_forward_encoder_feeds_a_gru_decoder():
+def test_9_6_1_feed_forward_encoder_feeds_a_gru_decoder(values):
     v = values("9.6.1")
     assert (
         v["shapes"]["bag"]["encoder_state"][0] == 1 and v["shapes"]["bag"]["encoder_state"][2] == 32
@@ -44,7 +42,7 @@ def test_9_6_1_feed_forward_encoder_feeds_a_gru_decoder():
     assert all(b < z for b, z in zip(v["val_loss"]["bag"], v["val_loss"]["zeros"]))
 
 
-def test_9_7_1_wider_model_has_higher_bleu():
+def test_9_7_1_wider_model_has_higher_bleu(values):
     v = values("9.7.1")
     s = v["diff"]
     assert s["agree"] == s["n"] == v["seeds"] and s["mean"] > 3.0
@@ -53,7 +51,7 @@ def test_9_7_1_wider_model_has_higher_bleu():
     assert v["flops_per_token"]["wide"] > v["flops_per_token"]["base"] > 0
 
 
-def test_9_7_2_unmasked_loss_learns_padding():
+def test_9_7_2_unmasked_loss_learns_padding(values):
     v = values("9.7.2")
     p = v["probe"]
     assert p["no_mask"]["p_pad_at_padding"] > 0.9
@@ -66,7 +64,7 @@ def test_9_7_2_unmasked_loss_learns_padding():
     assert v["diff"]["n"] == v["seeds"] and len(v["no_mask"]) == v["seeds"]
 
 
-def test_9_7_3_bridge_carries_the_source():
+def test_9_7_3_bridge_carries_the_source(values):
     v = values("9.7.3")
     assert v["shapes"]["bridge"]["encoder_state"][0] == 2
     assert v["shapes"]["bridge"]["encoder_state"][2] == 32
@@ -78,7 +76,7 @@ def test_9_7_3_bridge_carries_the_source():
     assert len(v["bleu"]["bridge"]) == v["seeds"]
 
 
-def test_9_7_4_teacher_forcing_beats_free_running():
+def test_9_7_4_teacher_forcing_beats_free_running(values):
     v = values("9.7.4")
     s = v["teacher_forcing_wins"]
     assert s["agree"] == s["n"] == v["seeds"] and s["mean"] > 2.0
@@ -91,7 +89,7 @@ def test_9_7_4_teacher_forcing_beats_free_running():
     assert v["train_loss_last"]["base"] < v["train_loss_last"]["free_running"]
 
 
-def test_9_7_5_lstm_costs_more_and_trains():
+def test_9_7_5_lstm_costs_more_and_trains(values):
     v = values("9.7.5")
     assert 1.0 < v["ops_ratio"] < 4 / 3
     assert v["flops_per_token"]["lstm"] > v["flops_per_token"]["base"]
@@ -102,7 +100,7 @@ def test_9_7_5_lstm_costs_more_and_trains():
     assert v["diff"]["agree"] == 0  # equal epochs: the GRU fits faster on every seed
 
 
-def test_9_8_1_never_pruning_beam_is_exhaustive():
+def test_9_8_1_never_pruning_beam_is_exhaustive(values):
     v = values("9.8.1")
     assert v["k_never_prunes"] == v["vocab"] ** (v["steps"] - 1) == 125
     assert v["missed"]["k_full"] == 0 and v["max_gap"]["k_full"] < 1e-4
@@ -112,7 +110,7 @@ def test_9_8_1_never_pruning_beam_is_exhaustive():
     assert v["candidates_scored"]["k_full"] > 10 * v["candidates_scored"]["k1"]
 
 
-def test_9_8_2_beam_size_raises_model_score_and_cost():
+def test_9_8_2_beam_size_raises_model_score_and_cost(values):
     v = values("9.8.2")
     assert v["log_prob_nondecreasing"] is True
     assert v["log_prob_gain_8_over_1"] > 0.05
@@ -124,7 +122,7 @@ def test_9_8_2_beam_size_raises_model_score_and_cost():
     assert v["normalised"]["k8"]["length"] >= v["raw"]["k8"]["length"] - 1e-9
 
 
-def test_9_8_3_beam_beats_greedy_on_score_and_repeats():
+def test_9_8_3_beam_beats_greedy_on_score_and_repeats(values):
     v = values("9.8.3")
     assert v["steps"] == 40
     assert v["beam_beats_greedy"] == v["prefixes"]

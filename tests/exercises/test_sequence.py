@@ -6,10 +6,8 @@ from __future__ import annotations
 import itertools
 import math
 
-from tests.shared_runs import values
 
-
-def test_8_1_1_lags_noise_free_and_architectures():
+def test_8_1_1_lags_noise_free_and_architectures(values):
     v = values("8.1.1")
     taus = v["mse_by_tau"]
     # more than 4 lags help, the test error levels off well before 64
@@ -33,7 +31,7 @@ def test_8_1_1_lags_noise_free_and_architectures():
     assert all(lin4[a] < lin4[b] for a, b in (("k1", "k4"), ("k4", "k16"), ("k16", "k64")))
 
 
-def test_8_1_2_past_winners_selection_regression_survivorship():
+def test_8_1_2_past_winners_selection_regression_survivorship(values):
     v = values("8.1.2")
     # no real differences: a large past edge, none after (within 3 standard errors)
     assert v["noise_past_excess"] > 0.01
@@ -47,7 +45,7 @@ def test_8_1_2_past_winners_selection_regression_survivorship():
     assert s["agree"] == s["n"] == v["seeds"] and v["survivor_bias"] > 0.001
 
 
-def test_8_1_3_text_is_as_predictable_backwards():
+def test_8_1_3_text_is_as_predictable_backwards(values):
     v = values("8.1.3")
     assert v["train_gap"] < 1e-3  # maximum likelihood: the same up to the two ends
     assert v["largest_test_gap"] < 0.01
@@ -56,7 +54,7 @@ def test_8_1_3_text_is_as_predictable_backwards():
     assert v["test_fwd_5"] == fwd["o5"] and v["test_bwd_5"] == bwd["o5"]
 
 
-def test_8_2_1_subwords_between_words_and_characters():
+def test_8_2_1_subwords_between_words_and_characters(values):
     v = values("8.2.1")
     t = v["tokenizers"]
     assert v["word_unknown"] > 0.01 and t["char"]["unknown"] == 0
@@ -68,7 +66,7 @@ def test_8_2_1_subwords_between_words_and_characters():
     assert "▁un" in v["examples"]["bpe"]
 
 
-def test_8_2_2_vocab_size_against_min_freq():
+def test_8_2_2_vocab_size_against_min_freq(values):
     v = values("8.2.2")
     w = v["word_vocab"]
     assert v["size_is_unk_plus_frequent_words"] is True
@@ -82,7 +80,7 @@ def test_8_2_2_vocab_size_against_min_freq():
     assert v["char_vocab"]["m1"] == 28 and v["char_vocab"]["m100"] >= 26
 
 
-def test_8_3_1_ngram_counts_to_store():
+def test_8_3_1_ngram_counts_to_store(values):
     v = values("8.3.1")
     d, n = v["distinct"], v["tokens"]
     assert d["n1"] < d["n2"] < d["n3"] < d["n4"] <= n - 3
@@ -94,7 +92,7 @@ def test_8_3_1_ngram_counts_to_store():
     assert min(growth["n4"]) > 0.7  # 4-grams: nearly one new per token
 
 
-def test_8_3_3_zipf_exponents_fall_with_n():
+def test_8_3_3_zipf_exponents_fall_with_n(values):
     v = values("8.3.3")
     a = v["alpha"]
     assert 0.8 < a["n1"] < 1.3
@@ -102,7 +100,7 @@ def test_8_3_3_zipf_exponents_fall_with_n():
     assert all(f["last_rank"] - v["first_rank"] >= 100 for f in v["fits"].values())
 
 
-def test_8_3_5_random_offset_coverage():
+def test_8_3_5_random_offset_coverage(values):
     v = values("8.3.5")
     T = v["num_steps"]
     assert abs(v["read_first"] - 1 / T) < 0.03
@@ -114,7 +112,7 @@ def test_8_3_5_random_offset_coverage():
     assert abs(v["circular_edge_ratio"] - 1) < 0.03
 
 
-def test_8_3_6_padding_random_bucketed_packed():
+def test_8_3_6_padding_random_bucketed_packed(values):
     v = values("8.3.6")
     assert v["random_efficiency"] < 0.5
     assert v["bucket_efficiency"] > 0.9
@@ -122,7 +120,7 @@ def test_8_3_6_padding_random_bucketed_packed():
     assert v["longest"] > v["p99_length"] > v["median_length"]
 
 
-def test_1_0_9_2_3_other_corpora():
+def test_1_0_9_2_3_other_corpora(values):
     v = values("1.0/9.2.3")
     assert 0.8 < v["main_alpha_1"] < 1.3
     assert v["bigram_flatter_everywhere"] is True
