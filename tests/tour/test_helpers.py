@@ -143,14 +143,45 @@ def test_seed_summary_and_its_words():
 
     s = seed_summary([1.0, 2.0, 3.0])
     assert (s["n"], s["agree"], s["mean"], s["sd"], s["min"]) == (3, 3, 2.0, 1.0, 1.0)
-    assert s["p_no_effect"] == 1 / 8 and 0 < s["p_fail"] < 0.5
-    assert (
-        seed_summary([-1.0, 1.0])["agree"] == 1 and seed_summary([-1.0, 1.0])["p_no_effect"] == 0.75
-    )
+    # t(0.975, 2) = 4.302653 (tables): mean ± 4.302653 · 1/√3
+    assert s["low"] == pytest.approx(2 - 4.302653 / math.sqrt(3), abs=1e-6)
+    assert s["high"] == pytest.approx(2 + 4.302653 / math.sqrt(3), abs=1e-6)
+    # predictive: P(T_2 <= -2 / √(4/3)) = 0.5 - t / (2 √(t² + 2)) at t = √3
+    assert s["p_new_against"] == pytest.approx(0.5 - math.sqrt(3) / (2 * math.sqrt(5)), abs=1e-12)
+    assert s["p_no_effect"] == 1 / 8  # three seeds can never say more than 1/8
+    assert seed_summary([-1.0, 1.0])["agree"] == 1
+    assert seed_summary([-1.0, 1.0])["p_no_effect"] == 0.75
+    assert seed_summary([0.0, 1.0, 1.0])["agree"] == 2  # a tie counts against the claim
     assert describe_seeds(s).startswith("3/3 seeds (difference mean 2")
-    for bad in ([], [1.0, math.nan], ["1"]):
+    assert "sign test p = 0.12" in describe_seeds(s) and "-0.484 to 4.48" in describe_seeds(s)
+    assert describe_seeds(seed_summary([0.5])) == "1/1 seeds (difference 0.5; one seed: no test)"
+    for bad in ([], [1.0, math.nan], ["1"], [True]):
         with pytest.raises(ValueError, match="diffs must be a non-empty list of finite numbers"):
             seed_summary(bad)
+
+
+def test_t_distribution_and_sign_test_match_tables():
+    from attnkit.tour.stats import seeds_for, sign_test, supports, t_cdf, t_quantile
+
+    # Student t, from printed tables (two-sided 95%: 12.706, 4.303, 3.182, 2.571, 2.228, 2.042)
+    for dof, q in ((1, 12.706205), (2, 4.302653), (3, 3.182446), (5, 2.570582), (10, 2.228139),
+                   (30, 2.042272)):  # fmt: skip
+        assert t_quantile(0.975, dof) == pytest.approx(q, abs=1e-5)
+        assert t_cdf(q, dof) == pytest.approx(0.975, abs=1e-6)
+        assert t_cdf(-q, dof) == pytest.approx(0.025, abs=1e-6)
+    assert t_cdf(1.0, 1) == pytest.approx(0.75) and t_cdf(0.0, 7) == 0.5
+    assert t_cdf(2.0, 3) == pytest.approx(0.930337, abs=1e-6)
+    # many degrees of freedom: the normal's 1.959964
+    assert t_quantile(0.975, 2000) == pytest.approx(1.96, abs=2e-3)
+    assert sign_test(8, 8) == 1 / 256 and sign_test(7, 8) == 9 / 256 and sign_test(0, 4) == 1
+    assert seeds_for(0.05) == 5 and seeds_for(0.01) == 7
+    from attnkit.tour.stats import seed_summary
+
+    assert not supports(seed_summary([1.0, 1.1, 1.2]))  # 3 seeds: sign test 0.125
+    assert supports(seed_summary([1.0, 1.1, 1.2, 0.9, 1.05]))
+    assert not supports(seed_summary([1.0, 1.1, 1.2, 0.9, -1.05]))
+    with pytest.raises(ValueError, match="dof must be an int >= 1"):
+        t_cdf(1.0, 0)
 
 
 def test_pool_and_closer_key_order():

@@ -100,7 +100,7 @@ def test_seed_summaries_in_chinese():
     s = seed_summary([1.0, 2.0, 3.0])
     with use_language("zh"):
         text = describe_seeds(s, _(" in log ratio"))
-    assert text.startswith("3/3个种子（差值的均值2（对数比），标准差1")
+    assert text.startswith("3/3个种子（差值均值2（对数比），标准差1") and "符号检验p = 0.12" in text
     assert numbers(text) == numbers(describe_seeds(s, " in log ratio"))
 
 

@@ -37,8 +37,8 @@ PHRASES = {
 _PAIRS = re.compile(r" ?\((\d+) training\)")  # "generated English-French pairs (693 training)"
 _SEEDS = re.compile(
     r"(\d+)/(\d+) seeds \(difference mean (\S+?)(?: ([A-Za-z]+))?, sd ([^,]+), min ([^;]+); "
-    r"chance of (\S+) or more with no effect ([^;]+); chance that a new set of (\d+) seeds "
-    r"has one the other way ([^)]+)\)"
+    r"(\d+)% interval for the mean (\S+) to (\S+) \(t\); sign test p = ([^;]+); a new seed "
+    r"disagrees with chance (\S+) \(t predictive\)\)"
 )
 _UNITS = {"nats": "奈特"}
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -47,11 +47,11 @@ _SPACE = re.compile(f"(?<=[{HAN}]) +(?=[A-Za-z0-9<])|(?<=[A-Za-z0-9>)]) +(?=[{HA
 
 
 def _seeds(m: re.Match) -> str:
-    agree, n, mean, unit, sd, low, k, p, n2, p_fail = m.groups()
+    agree, n, mean, unit, sd, low, level, lo, hi, p, p_new = m.groups()
     unit = _UNITS.get(unit, f" {unit}") if unit else ""
     return (
-        f"{agree}/{n}个种子（差值均值{mean}{unit}，标准差{sd}，最小{low}；若无效应，"
-        f"出现{k}或更多的概率为{p}；新取{n2}个种子时至少有一个方向相反的概率为{p_fail}）"
+        f"{agree}/{n}个种子（差值均值{mean}{unit}，标准差{sd}，最小{low}；均值的{level}%区间"
+        f"为{lo}到{hi}（t分布）；符号检验p = {p}；新种子方向相反的概率为{p_new}（t预测分布））"
     )
 
 

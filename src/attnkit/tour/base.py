@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,7 +12,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from attnkit._validate import boolean, non_negative_int, positive_int
-from attnkit.i18n import _
+from attnkit.tour.stats import describe_seeds, seed_summary
 
 __all__ = [
     "TopicResult",
@@ -96,39 +95,6 @@ def timed(fn: Callable[[], Any], repeat: int = 3, min_seconds: float = 0.005) ->
             fn()
         best = min(best, (time.perf_counter() - t0) / calls)
     return best
-
-
-def seed_summary(diffs: list[float]) -> dict[str, float]:
-    """Paired differences over seeds, each positive when that seed agrees with the claim.
-
-    ``agree``: how many are positive; ``p_no_effect``: the sign test's chance of that many
-    or more if the claim had no effect (each sign a coin flip); ``p_fail``: the chance
-    that a fresh set of as many seeds has one that disagrees, taking the differences as
-    normal with the measured mean and standard deviation (the chance an assertion that
-    every seed agrees fails by bad luck).
-    """
-    if not diffs or not all(isinstance(d, float | int) and math.isfinite(d) for d in diffs):
-        raise ValueError(f"diffs must be a non-empty list of finite numbers, got {diffs!r}")
-    n = len(diffs)
-    agree = sum(d > 0 for d in diffs)
-    mean = sum(diffs) / n
-    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1)) if n > 1 else 0.0
-    p_no_effect = sum(math.comb(n, k) for k in range(agree, n + 1)) / 2**n
-    one = 0.5 * math.erfc(mean / (sd * math.sqrt(2))) if sd > 0 else float(mean <= 0)
-    return {"n": n, "agree": agree, "mean": mean, "sd": sd, "min": min(diffs),
-            "p_no_effect": p_no_effect, "p_fail": 1 - (1 - one) ** n}  # fmt: skip
-
-
-def describe_seeds(s: dict[str, float], unit: str = "") -> str:
-    """``seed_summary`` in words: "8/8 seeds (difference mean 0.35, sd 0.1, min 0.2; ...)",
-    in the language in force (``unit`` is inserted as given: pass it translated)."""
-    p_fail = "< 1e-6" if s["p_fail"] < 1e-6 else f"{s['p_fail']:.1g}"
-    return _(
-        "{agree}/{n} seeds (difference mean {mean:.3g}{unit}, sd {sd:.2g}, min {min:.3g}; "
-        "chance of {agree}/{n} or more with no effect {p_no_effect:.2g}; chance that a new set "
-        "of {n} seeds has one the other way {p_fail})"
-    ).format(agree=s["agree"], n=s["n"], mean=s["mean"], unit=unit, sd=s["sd"], min=s["min"],
-             p_no_effect=s["p_no_effect"], p_fail=p_fail)  # fmt: skip
 
 
 def topic(fn: Callable[..., TopicResult]) -> Callable[..., TopicResult]:
