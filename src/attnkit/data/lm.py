@@ -46,6 +46,7 @@ __all__ = [
     "read_time_machine",
     "seq_data_iter_random",
     "seq_data_iter_sequential",
+    "stdlib_docstrings",
 ]
 
 CORPORA = ("builtin", "time_machine")
@@ -96,7 +97,7 @@ def read_time_machine(
     return read_text_lines(path, normalize=normalize)
 
 
-def _stdlib_docstrings() -> str:
+def stdlib_docstrings() -> str:
     """Fallback prose: docstrings of a fixed list of stdlib modules and their members."""
     import importlib
     import inspect
@@ -133,7 +134,7 @@ def builtin_corpus_lines(*, normalize: bool = True) -> list[str]:
 
         text = "\n".join(topics[k] for k in sorted(topics))
     except ImportError:  # pragma: no cover - distributions that strip pydoc_data
-        text = _stdlib_docstrings()
+        text = stdlib_docstrings()
     return [normalize_line(line) for line in text.splitlines()] if normalize else text.splitlines()
 
 

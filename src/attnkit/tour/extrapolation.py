@@ -12,13 +12,13 @@ import torch.nn.functional as F
 from attnkit.i18n import _
 from attnkit.tour.base import TopicResult, check_args, seed_summary, topic
 
-__all__ = ["extrapolation"]
+__all__ = ["extrapolation", "synthetic_char_corpus"]
 
 SCHEMES = ("sinusoidal", "learned", "rope", "alibi", "none")
 FACTORS = (1, 2, 4)
 
 
-def _corpus(num_sentences: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+def synthetic_char_corpus(num_sentences: int) -> tuple[torch.Tensor, torch.Tensor, int]:
     """The synthetic corpus's English side as characters: train and held-out ids, vocab."""
     from attnkit.data.synthetic_fr import generate_pairs
 
@@ -51,7 +51,7 @@ def extrapolation(*, small: bool = False, seed: int = 0) -> TopicResult:
 
     C = 32
     steps, seeds, batch = (100, 2, 32) if small else (320, 3, 32)
-    train, held_out, V = _corpus(1500 if small else 4000)
+    train, held_out, V = synthetic_char_corpus(1500 if small else 4000)
     # the reference a model without context reaches: the training characters' frequencies
     freq = torch.bincount(train, minlength=V).double() + 1
     unigram = math.exp(float(-(freq / freq.sum()).log()[held_out].mean()))

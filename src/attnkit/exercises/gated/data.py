@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from attnkit.data.lm import _stdlib_docstrings, load_corpus, normalize_line
+from attnkit.data.lm import load_corpus, normalize_line, stdlib_docstrings
 from attnkit.exercises import corpora
 from attnkit.exercises.gated.lm import lm_size, train_lm
 from attnkit.exercises.rnn.lm import evaluate_perplexity
@@ -87,7 +87,7 @@ def mixing_authors(*, small: bool = False, seed: int = 0) -> TopicResult:
     B and on both (same steps), each evaluated on held-out A and held-out B."""
     name_a, lines_a = corpora.text_lines(small)
     name_b = "the Python standard library's docstrings"
-    lines_b = [normalize_line(line) for line in _stdlib_docstrings().splitlines()]
+    lines_b = [normalize_line(line) for line in stdlib_docstrings().splitlines()]
     _, vocab = load_corpus(lines_a + lines_b, "char")  # one vocabulary for both
     n = lm_size(small)["max_tokens"]
     texts = {}

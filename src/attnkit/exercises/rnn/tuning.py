@@ -25,7 +25,7 @@ def _other_text(data_name: str, vocab) -> tuple[str, torch.Tensor]:
         name, lines = "the built-in corpus (Python's reference topics)", lm.builtin_corpus_lines()
     else:
         name = "docstrings of Python's standard library"
-        lines = [normalize_line(line) for line in lm._stdlib_docstrings().splitlines()]
+        lines = [normalize_line(line) for line in lm.stdlib_docstrings().splitlines()]
     tokens = [vocab[ch] for line in lines for ch in line][:20000]
     return name, torch.tensor(tokens)
 

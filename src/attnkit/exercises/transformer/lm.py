@@ -24,9 +24,9 @@ DATA_NAME = "the English side of attnkit's generated corpus, as characters"
 
 def _data(small: bool):
     """Train ids, held-out ids (the first 32 or 96 windows of the held-out 20%), vocabulary."""
-    from attnkit.tour.extrapolation import _corpus
+    from attnkit.tour.extrapolation import synthetic_char_corpus
 
-    train, held, V = _corpus(1500 if small else 4000)
+    train, held, V = synthetic_char_corpus(1500 if small else 4000)
     return train, held[: (32 if small else 96) * CONTEXT + 1], V
 
 
