@@ -1,7 +1,8 @@
 """Mutate one computation per tour topic and per exercise experiment, and show that the
 test fails.
 
-    python tools/tour_mutations.py [--topic NAME ...] [--exercises | --tour] [--keep-going]
+    python tools/tour_mutations.py [--topic NAME ...] [--exercises | --tour]
+                                   [--mutants | --reversals] [--keep-going]
 
 For each topic of ``attnkit.tour.TOPICS`` one line of its module is changed (the
 computation its finding rests on: a sign, an axis, a scale, a formula), in a copy of
@@ -16,6 +17,12 @@ The exercises' mutations (one per experiment exercise, the same rules, run again
 ``tests/exercises/``) are listed per group in ``tools/exercise_mutations/GROUP.py`` as
 ``MUTATIONS = [(exercise_id, path under src/attnkit, before, after, what, test), ...]``;
 ``--topic`` also takes an exercise ID.
+
+Besides each wrong computation (a *mutant*), each experiment has a *reversal*: its claims'
+comparison turned around in the experiment (the two arms swapped, or the direction
+negated), which its test must also catch: ``REVERSALS`` (same rows) beside ``MUTATIONS``
+in each group's file, and ``tools/tour_reversals.py`` for the tour's topics (rows of
+``Mutation``'s first six fields, paths relative to src/attnkit/tour).
 
 Results and the date they were taken: docs/tour.md and docs/exercises.md ("Mutation check").
 """
@@ -45,6 +52,7 @@ class Mutation:
     test: str  # the test (a -k expression over ``tests``) that must fail
     tests: str = "tests/tour/test_topics.py"
     root: str = "tour"  # the folder under src/attnkit that ``path`` is relative to
+    kind: str = "mutant"  # "mutant": a wrong computation; "reversal": a claim's comparison reversed
 
 
 MUTATIONS = [
@@ -136,17 +144,32 @@ MUTATIONS = [
 ]  # fmt: skip
 
 
+def _load(path: Path):
+    spec = importlib.util.spec_from_file_location(f"mutations_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def exercise_mutations() -> list[Mutation]:
-    """Every ``tools/exercise_mutations/*.py``'s ``MUTATIONS``, as Mutations."""
+    """Every ``tools/exercise_mutations/*.py``'s ``MUTATIONS`` and ``REVERSALS``."""
     found = []
     for path in sorted((REPO / "tools" / "exercise_mutations").glob("*.py")):
-        spec = importlib.util.spec_from_file_location(f"mutations_{path.stem}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        for exercise, where, before, after, what, test in module.MUTATIONS:
-            found.append(Mutation(exercise, where, before, after, what, test,
-                                  tests="tests/exercises", root=""))  # fmt: skip
+        module = _load(path)
+        for kind, listed in (("mutant", module.MUTATIONS),
+                             ("reversal", getattr(module, "REVERSALS", []))):  # fmt: skip
+            for exercise, where, before, after, what, test in listed:
+                found.append(Mutation(exercise, where, before, after, what, test,
+                                      tests="tests/exercises", root="", kind=kind))  # fmt: skip
     return found
+
+
+def tour_reversals() -> list[Mutation]:
+    """``tools/tour_reversals.py``'s ``REVERSALS``: per topic, its claims' comparison reversed."""
+    path = REPO / "tools" / "tour_reversals.py"
+    if not path.is_file():
+        return []
+    return [Mutation(*row, kind="reversal") for row in _load(path).REVERSALS]
 
 
 def _run_tests(src: Path, test: str, tests: str) -> tuple[int, str]:
@@ -174,8 +197,15 @@ def main(argv: list[str] | None = None) -> int:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--exercises", action="store_true", help="only the exercises' mutants")
     which.add_argument("--tour", action="store_true", help="only the tour's mutants")
+    kinds = parser.add_mutually_exclusive_group()
+    kinds.add_argument("--reversals", action="store_true", help="only the reversed comparisons")
+    kinds.add_argument("--mutants", action="store_true", help="only the wrong computations")
     args = parser.parse_args(argv)
-    every = ([] if args.exercises else MUTATIONS) + ([] if args.tour else exercise_mutations())
+    every = ([] if args.exercises else MUTATIONS + tour_reversals()) + (
+        [] if args.tour else exercise_mutations()
+    )
+    every = [m for m in every if not args.reversals or m.kind == "reversal"]
+    every = [m for m in every if not args.mutants or m.kind == "mutant"]
     chosen = [m for m in every if not args.topic or m.topic in args.topic]
     unknown = set(args.topic or ()) - {m.topic for m in every}
     if unknown:
@@ -199,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             if code != 0:
                 return 1
         survived = 0
+        alive_ones: list[Mutation] = []
         for m in chosen:
             path = src / "attnkit" / m.root / m.path
             original = path.read_text(encoding="utf-8")
@@ -209,11 +240,17 @@ def main(argv: list[str] | None = None) -> int:
                 path.write_text(original, encoding="utf-8")
             verdict = "killed" if code != 0 else "SURVIVED"
             survived += code == 0
-            print(f"{m.topic:15} {m.path}: {m.what} -> {m.test}: {verdict}"
+            if code == 0:
+                alive_ones.append(m)
+            print(f"{m.topic:15} {m.kind:8} {m.path}: {m.what} -> {m.test}: {verdict}"
                   + (f" ({line})" if code != 0 else ""), flush=True)  # fmt: skip
             if code == 0 and not args.keep_going:
                 break
-    print(f"{len(chosen) - survived} of {len(chosen)} mutants killed")
+    for kind in ("mutant", "reversal"):
+        these = [m for m in chosen if m.kind == kind]
+        if these:
+            alive = sum(m in alive_ones for m in these)
+            print(f"{kind}s: {len(these) - alive} of {len(these)} killed")
     return 1 if survived else 0
 
 
