@@ -45,6 +45,8 @@ def main() -> None:
     chosen = [e for e in every if e.experiment in chosen_refs or e in chosen]
     with use_language("en"):
         runs, figures = run_all(chosen, out=docs / "exercises")
+    # read again just before writing: another run may have written its entries meanwhile
+    record = json.loads(record_path.read_text(encoding="utf-8"))
     for run in runs:
         record["exercises"][run.exercise.key] = {
             "values": json_ready(run.values),
