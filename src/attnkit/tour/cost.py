@@ -6,6 +6,22 @@ operation it runs: FLOPs of the matrix products, convolutions and fused attentio
 (2 per multiply-add, PyTorch's ``flop_counter`` formulas; the CPU's fused attention
 kernel, which that table lacks, counted as its two matrix products), and the elements
 written by every other operation that is not a view (additions, tanh, softmax, ...).
+
+Recurrent layers: ``aten.gru``, ``aten.lstm``, ``aten.rnn_tanh``, ``aten.rnn_relu`` (their
+``.input`` and packed ``.data`` overloads, and the ``*_cell`` ops) never reach the dispatch
+mode: they are composite and arrive as their pieces, one ``addmm``/``mm`` for the input
+products of all steps and one per step for the hidden products, counted like any product,
+their gates' nonlinearities and elementwise products counted as elements. The one fused
+kernel that does arrive on the CPU is oneDNN's ``mkldnn_rnn_layer``, which ``nn.LSTM`` runs
+for float32 and bfloat16 without ``proj_size`` (one call per layer and direction; with
+``proj_size``, in float64 or float16 it runs the composite pieces), and its backward.
+Like the fused attention, it is counted as its matrix products only: per row of its input
+(a step of a batch row) ``2 * 4H * (I + H)`` for the input and hidden products of the four
+gates (``2 * (w_ih.numel() + w_hh.numel())``, I the layer's input width: K*H above the
+first layer), twice that for the backward (the gradients of the inputs, the hidden states
+and the weights); its bias additions, gates and elementwise products are hidden inside the
+kernel and counted neither as FLOPs nor as elements, so ``flops`` equals the composite
+path's and ``elementwise`` is lower.
 """
 
 from __future__ import annotations
@@ -34,8 +50,22 @@ def _sdpa_cpu_flops(query, key, value, *args: Any, out_val=None, **kwargs: Any) 
     return 2 * b * q * k * d + 2 * b * q * k * dv
 
 
+def _rnn_layer_flops(x, w_ih, w_hh, *args: Any, out_val=None, **kwargs: Any) -> int:
+    """One layer, one direction: input ``x`` (T, B, I) or packed (rows, I), ``w_ih`` (G*H, I),
+    ``w_hh`` (G*H, H): ``x @ w_ihᵀ`` and ``h @ w_hhᵀ`` on every row."""
+    rows = x.numel() // x.shape[-1]
+    return 2 * rows * (w_ih.numel() + w_hh.numel())
+
+
+def _rnn_layer_backward_flops(*args: Any, out_val=None, **kwargs: Any) -> int:
+    """Gradients of the input and hidden state and of both weights: twice the forward."""
+    return 2 * _rnn_layer_flops(*args)
+
+
 _FLOPS = dict(flop_registry)
 _FLOPS[aten._scaled_dot_product_flash_attention_for_cpu] = _sdpa_cpu_flops
+_FLOPS[aten.mkldnn_rnn_layer] = _rnn_layer_flops
+_FLOPS[aten.mkldnn_rnn_layer_backward] = _rnn_layer_backward_flops
 _FREE = {aten._unsafe_view, aten.detach, aten.lift_fresh}  # no arithmetic
 
 
