@@ -147,8 +147,9 @@ TOPICS: dict[str, Topic] = {
             (
                 "head_range_spread",
                 N_(
-                    "heads cover different ranges: layer-1 mean attended distance "
-                    "differs across heads (3 seeds, permutation test)"
+                    "heads cover different ranges: layer-1 mean attended distance differs "
+                    "across heads, more after training than at initialisation (5 seeds: sign "
+                    "test and t interval; within each model a permutation test over sentences)"
                 ),
             ),
             ("params", N_("h heads of width d/h cost the parameters of one head of width d")),
@@ -237,7 +238,10 @@ TOPICS: dict[str, Topic] = {
             ("grad_residual", N_("residual connections keep the first layer's gradient")),
             (
                 "layernorm_convergence",
-                N_("LayerNorm speeds convergence (seeds, each variant at its best learning rate)"),
+                N_(
+                    "LayerNorm speeds convergence (each variant at its best learning rate; 5 or "
+                    "more seeds: sign test and t interval)"
+                ),
             ),
         ),
     ),
@@ -255,8 +259,9 @@ TOPICS: dict[str, Topic] = {
             (
                 "gate_ablation",
                 N_(
-                    "the update gate serves the long-range dependency (removed: fails); "
-                    "the reset gate is not needed for the short-range task at this size"
+                    "the update gate serves the long-range dependency (removed: fails; 5 or "
+                    "more seeds, sign test and t interval); the reset gate is not needed for "
+                    "the short-range task (every variant learns it)"
                 ),
             ),
         ),
@@ -277,13 +282,16 @@ TOPICS: dict[str, Topic] = {
             (
                 "sampling_random_minus_sequential",
                 N_(
-                    "sequential partitioning ends at a lower "
-                    "training perplexity than random sampling (seeds)"
+                    "sequential partitioning ends at a lower training perplexity than random "
+                    "sampling (6 seeds: sign test and t interval)"
                 ),
             ),
             (
                 "clipping",
-                N_("gradient clipping prevents divergence at large learning rates (seeds)"),
+                N_(
+                    "gradient clipping prevents divergence at large learning rates (6 or more "
+                    "seeds: sign test and t interval at the largest)"
+                ),
             ),
         ),
     ),
@@ -336,12 +344,15 @@ TOPICS: dict[str, Topic] = {
                 "ratio_4x",
                 N_(
                     "ALiBi's held-out perplexity at 4x the training length stays within 1.15x of "
-                    "its 1x in every seed; RoPE's grows more in every seed"
+                    "its 1x in every seed; RoPE's grows more (5 seeds: sign test and t interval)"
                 ),
             ),
             (
                 "learned_beyond_context",
-                N_("learned positions cannot go past their table: not applicable beyond 1x"),
+                N_(
+                    "learned positions cannot go past their table: the model refuses inputs "
+                    "longer than 1x"
+                ),
             ),
             (
                 "mean_perplexity",

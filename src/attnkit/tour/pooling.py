@@ -8,12 +8,14 @@ convergence as the training set grows, and the learned width.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
 from attnkit._validate import one_of, positive_number
 from attnkit.i18n import N_, _
-from attnkit.tour.base import TopicResult, check_args, check_tensor, topic
+from attnkit.tour.base import TopicResult, check_args, check_tensor, seed_summary, topic
 
 __all__ = ["KERNELS", "closer_key_order", "cues", "kernel_weights", "kernels", "nw_predict", "pool"]
 
@@ -243,15 +245,20 @@ def kernels(*, small: bool = False, seed: int = 0) -> TopicResult:
                     .mean()) for h in fine]  # fmt: skip
         best_by_seed[s] = fine[min(range(len(fine)), key=e.__getitem__)]
         extreme_ratio.append(min(e[0], e[-1]) / min(e))
+    # per data seed, log(the better extreme's MSE / the best MSE): 0 when an extreme is best
+    interior = seed_summary([math.log(r) for r in extreme_ratio])
     closer = _closer_key_property(torch.Generator().manual_seed(seed), 50 if small else 200,
                                   values_w)  # fmt: skip
     values = {
         "widths": widths,
         "mse": mse,
+        # predicting the training targets' mean everywhere, computed apart from the kernels
+        "mean_predictor_mse": float(((data.y_train.mean() - data.y_truth) ** 2).mean()),
         "fine_widths": fine,
         "best_width_by_seed": best_by_seed,
         "best_width_interior": sum(fine[0] < h < fine[-1] for h in best_by_seed.values()),
         "extreme_over_best_min": min(extreme_ratio),
+        "extreme_over_best_log": interior,
         "closer_key": closer,
         "sizes": sizes,
         "convergence_mse": conv,

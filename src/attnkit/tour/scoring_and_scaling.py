@@ -203,11 +203,10 @@ def scaling(*, small: bool = False, seed: int = 0) -> TopicResult:
         "dims": dims,
         "variance": var,
         "variance_over_d": ratio,
-        "jacobian_unscaled": jac_raw,
-        "jacobian_scaled": jac_scaled,
-        "max_weight_unscaled": max_raw,
-        "max_weight_scaled": max_scaled,
-    }
+        # the two arms, each on one line: scores as they are, and scaled by 1/√d
+        "jacobian_unscaled": jac_raw, "jacobian_scaled": jac_scaled,
+        "max_weight_unscaled": max_raw, "max_weight_scaled": max_scaled,
+    }  # fmt: skip
     finding = _(
         "Var(q·k)/d = {ratios} for d = {dims}: the variance grows linearly in d. Unscaled, the "
         "largest of {n_keys} weights goes {max_first:.2f} -> {max_last:.2f} (one-hot) and the "

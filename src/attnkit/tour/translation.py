@@ -99,8 +99,9 @@ def seq2seq(*, small: bool = False, seed: int = 0) -> TopicResult:
     align = alignment_stats(res["bahdanau"][0], data, (data.val or data.train)[:30])
     fig = show_heatmaps(maps.cross[0, 0], _("source"), _("output"), xticklabels=maps.source,
                         yticklabels=maps.outputs, figsize=(4, 4))  # fmt: skip
-    values = {arch: {"val_bleu": b, "seconds_per_epoch": s, "train_loss": loss}
-              for arch, (_, b, s, loss) in res.items()}  # fmt: skip
+    bleu = {"seq2seq": res["seq2seq"][1], "bahdanau": res["bahdanau"][1]}  # val BLEU per arm
+    values = {arch: {"val_bleu": bleu[arch], "seconds_per_epoch": s, "train_loss": loss}
+              for arch, (_, _b, s, loss) in res.items()}  # fmt: skip
     values["epochs"] = epochs
     values["sizes"] = dict(RNN_SIZES)
     values["alignment_shape"] = tuple(maps.cross.shape)
@@ -214,8 +215,9 @@ def decoder_alone_perplexity(model, data, sentences: list[list[str]], seed: int)
                 count += len(ids)
         return total / count
 
-    return {"sentences": len(sentences), "real": math.exp(nll(sentences)),
-            "shuffled": math.exp(nll(shuffled)), "uniform": len(data.tgt_vocab)}  # fmt: skip
+    real, other = nll(sentences), nll(shuffled)  # the two arms: French order, shuffled
+    return {"sentences": len(sentences), "real": math.exp(real), "shuffled": math.exp(other),
+            "uniform": len(data.tgt_vocab)}  # fmt: skip
 
 
 def encoder_alone_features(model, data, sentences: list[list[str]]) -> dict:
