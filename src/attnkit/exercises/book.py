@@ -32,7 +32,9 @@ _INTRO = N_(
     "Deep Learning* (0.17 and the Chinese edition: chapters 8-10; 1.0: chapters 9-11), "
     "with attnkit's answer. Each question is in attnkit's own words. *experiment*: the "
     "answer's numbers were measured by the run below and the claims listed under it are "
-    "asserted by a test in `tests/exercises/` at a small size; *derivation*: worked out, "
+    "asserted by a test in `tests/exercises/`, on this run's numbers and again on a small, "
+    "fast run (a claim that holds at one size only says so); claims over seeds state their "
+    "test (a sign test, a Student-t interval); *derivation*: worked out, "
     "checked by numbers where numbers can check it; *open* and *needs-data*: answered "
     "with reasons (and with an experiment where one decides part of it)."
 )
