@@ -29,8 +29,10 @@ __all__ = [
     "book_arrays",
     "build_seq2seq",
     "corpus_data",
+    "source_dependence",
     "train_seq2seq",
     "val_bleu",
+    "val_sentence_losses",
 ]
 
 NUM_STEPS = 10  # the book's num_steps: every target row padded to 10 tokens
@@ -188,3 +190,32 @@ def val_bleu(model, data, *, beam: int | None = None, length_penalty: float = 0.
         length_penalty=length_penalty,
     )  # fmt: skip
     return bleu_from_stats(stats)
+
+
+def val_sentence_losses(model, data, *, shift_sources: int = 0) -> Tensor:
+    """Teacher-forced mean cross-entropy of each validation sentence's target tokens
+    (<eos> included, padding left out), (N,). ``shift_sources``: sentence i is given the
+    source of sentence i + shift (cyclically), a wrong source of the same kind."""
+    from attnkit.data.fra import build_array_nmt
+
+    src, src_len = build_array_nmt([s for s, _ in data.val], data.src_vocab, NUM_STEPS)
+    tgt, tgt_len = build_array_nmt([t for _, t in data.val], data.tgt_vocab, NUM_STEPS)
+    src, src_len = src.roll(-shift_sources, 0), src_len.roll(-shift_sources, 0)
+    dec_in = torch.cat([torch.full((len(src), 1), data.tgt_vocab["<bos>"]), tgt[:, :-1]], dim=1)
+    model.eval()
+    with torch.no_grad():
+        logp = torch.log_softmax(model(src, dec_in, src_len.long())[0], -1)  # (N, T, V)
+    nll = -logp.gather(-1, tgt[..., None]).squeeze(-1)  # (N, T)
+    real = (torch.arange(NUM_STEPS)[None, :] < tgt_len[:, None]).float()
+    return (nll * real).sum(1) / real.sum(1)
+
+
+def source_dependence(model, data) -> dict:
+    """How much the model's predictions rest on the source: per validation sentence, the
+    loss with the next sentence's source minus the loss with its own (``seed_summary``
+    over the sentences: positive when the true source helps)."""
+    from attnkit.tour.stats import seed_summary
+
+    own = val_sentence_losses(model, data)
+    wrong = val_sentence_losses(model, data, shift_sources=1)
+    return seed_summary((wrong - own).tolist())

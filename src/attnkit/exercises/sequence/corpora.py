@@ -110,7 +110,6 @@ def other_corpora(*, small: bool = False, seed: int = 0) -> TopicResult:
         "natural_alpha_2": [min(natural_2), max(natural_2)],
         "french_extra_chars": gen_fr["accented_letters"],
         "english_accented": max(found[main]["accented_letters"], gen_en["accented_letters"]),
-        "bigram_flatter_everywhere": all(m["alpha_2"] < m["alpha_1"] for m in found.values()),
     }
     finding = f"{n_words} words each: " + "; ".join(rows)
     return TopicResult("sequence_corpora_other_corpora", finding, values)

@@ -42,7 +42,7 @@ def past_winners(*, small: bool = False, seed: int = 0) -> TopicResult:
     """8.1.2: buy the top 5% by 36 months of returns, watch the next 12 months."""
     check_args(small, seed)
     n = 2000 if small else 10000
-    seeds = list(range(seed, seed + (5 if small else 20)))
+    seeds = list(range(seed, seed + 20))  # cheap: 20 seeds at both sizes
     noise_past, noise_future, skill_past, skill_future, bias = [], [], [], [], []
     for s in seeds:
         g = torch.Generator().manual_seed(s)
@@ -63,10 +63,14 @@ def past_winners(*, small: bool = False, seed: int = 0) -> TopicResult:
     # E[mu | past mean] = MEAN + k (past mean - MEAN), k = var(mu) / (var(mu) + SD² / PAST)
     shrink_theory = SKILL_SD**2 / (SKILL_SD**2 + SD**2 / PAST)
     shrink = sum(skill_future) / sum(skill_past)
+    # each seed's measured shrink minus the theory's: the interval should cover 0
+    shrink_error = seed_summary([f / p - shrink_theory for f, p in zip(skill_future, skill_past)])
     mean = lambda v: sum(v) / len(v)  # noqa: E731
     future_noise_sd = (sum((x - mean(noise_future)) ** 2 for x in noise_future)
                        / (len(seeds) - 1)) ** 0.5  # fmt: skip
     survivorship = seed_summary(bias)
+    # the winners' excess over the market, per seed: in the past (selected on it) and after
+    past_edge, future_edge = seed_summary(noise_past), seed_summary(noise_future)
     values = {
         "securities": n,
         "seeds": len(seeds),
@@ -74,10 +78,14 @@ def past_winners(*, small: bool = False, seed: int = 0) -> TopicResult:
         "noise_future_excess": mean(noise_future),
         "noise_future_sd": future_noise_sd,
         "noise_future_positive": sum(f > 0 for f in noise_future),
+        "noise_past_seeds": past_edge,
+        "noise_future_seeds": future_edge,
+        "noise_future_words": describe_seeds(future_edge),
         "skill_past_excess": mean(skill_past),
         "skill_future_excess": mean(skill_future),
         "shrink_measured": shrink,
         "shrink_theory": shrink_theory,
+        "shrink_error_seeds": shrink_error,
         "survivor_bias": mean(bias),
         "survivor_bias_seeds": survivorship,
         "survivor_bias_words": describe_seeds(survivorship),
