@@ -122,7 +122,8 @@ def lstm_second_tanh(*, small: bool = False, seed: int = 0) -> TopicResult:
 def counted_cost(*, small: bool = False, seed: int = 0) -> TopicResult:
     """9.2.3: FLOPs of one minibatch of a character LM (scratch layers, the book's
     equations) for RNN, GRU and LSTM at the same hidden size: inference (forward) and
-    training (forward + backward, torch's FlopCounterMode), parameters; seconds beside."""
+    training (forward + backward, torch's FlopCounterMode), parameters; the forward FLOPs
+    of torch.nn's layers of the same shape counted too; seconds beside."""
     from torch.utils.flop_counter import FlopCounterMode
 
     torch.manual_seed(seed)
@@ -135,12 +136,14 @@ def counted_cost(*, small: bool = False, seed: int = 0) -> TopicResult:
         for cell in ("rnn", "gru", "lstm"):
             model = build_lm(cell, V, h, scratch=True)
             infer = count_ops(lambda m=model: m(X))
+            fused = build_lm(cell, V, h)  # torch.nn's layer (a fused kernel for the LSTM)
             with FlopCounterMode(display=False) as counter:
                 logits, _ = model(X)
                 F.cross_entropy(logits, Y.T.reshape(-1)).backward()
             out_layer = 2 * B * T * h * V  # the shared Linear(H, V)
             table[f"{cell} h={h}"] = {
                 "inference_flops": infer.flops, "inference_ops": infer.total,
+                "fused_inference_flops": count_ops(lambda m=fused: m(X)).flops,
                 "training_flops": int(counter.get_total_flops()),
                 "recurrent_flops": infer.flops - out_layer,
                 "params": sum(p.numel() for p in model.rnn.parameters()),
