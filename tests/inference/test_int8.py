@@ -48,24 +48,46 @@ def _int8_product_from(work: int):
         int8.INT8_MIN_WORK = saved
 
 
+@contextlib.contextmanager
+def _onednn_from(work: int):
+    saved = int8.ONEDNN_MIN_WORK
+    int8.ONEDNN_MIN_WORK = work
+    try:
+        yield
+    finally:
+        int8.ONEDNN_MIN_WORK = saved
+
+
 @pytest.mark.parametrize("exact", [True, False])
-def test_the_row_count_and_the_cpu_pick_the_product(monkeypatch, exact):
-    """int8 from 33 rows where the CPU's int8 product is exact (VNNI/AMX); never where
-    it is not (AVX2's saturating pair sums), whatever the rows."""
-    layer = Int8Linear(nn.Linear(256, 4000))  # 1,024,000 weights: int8 from 33 rows
-    calls = []
-    real = torch.ops.onednn.qlinear_pointwise
-    monkeypatch.setattr(
-        int8.torch.ops.onednn,
-        "qlinear_pointwise",
-        lambda *a: calls.append(a[0].shape[0]) or real(*a),
-        raising=False,
-    )
+@pytest.mark.parametrize("fbgemm", [True, False])
+def test_the_row_count_and_the_cpu_pick_the_product(monkeypatch, exact, fbgemm):
+    """Where the CPU's int8 product is exact (VNNI/AMX): FBGEMM at every row count, oneDNN
+    from ``ONEDNN_MIN_WORK`` rows x weights (here set to 33 rows); without FBGEMM, float32
+    below 2^25 (33 rows), oneDNN from there. Never int8 where the product is not exact
+    (AVX2's saturating pair sums), whatever the rows."""
+    layer = Int8Linear(nn.Linear(256, 4000))  # 1,024,000 weights
+    if not fbgemm:
+        layer._fbgemm = None
+    elif layer._fbgemm is None:
+        pytest.skip("this PyTorch has no FBGEMM")
+    calls = {"onednn": [], "fbgemm": []}
+    real = {"onednn": torch.ops.onednn.qlinear_pointwise,
+            "fbgemm": torch.ops.quantized.linear_dynamic}  # fmt: skip
+    for name, namespace, op in (("onednn", torch.ops.onednn, "qlinear_pointwise"),
+                                ("fbgemm", torch.ops.quantized, "linear_dynamic")):  # fmt: skip
+        monkeypatch.setattr(
+            namespace, op, lambda *a, n=name: calls[n].append(a[0].shape[0]) or real[n](*a),
+            raising=False,
+        )  # fmt: skip
     monkeypatch.setattr(int8, "exact_int8_product", lambda: exact)
-    with torch.no_grad():
+    with torch.no_grad(), _onednn_from(33 * 1_024_000):
         for rows in (1, 32, 33, 64):
+            kernel = layer.kernel(rows)
             layer(torch.randn(rows, 256))
-    assert calls == ([33, 64] if exact else [])
+            assert kernel == ("float" if not exact else ("onednn" if rows > 32 else
+                                                        "fbgemm" if fbgemm else "float"))  # fmt: skip
+    assert calls["onednn"] == ([33, 64] if exact else [])
+    assert calls["fbgemm"] == ([1, 32] if exact and fbgemm else [])
 
 
 @settings(max_examples=40, deadline=None)
@@ -75,18 +97,21 @@ def test_the_row_count_and_the_cpu_pick_the_product(monkeypatch, exact):
     d_out=st.integers(1, 48),
     bias=st.booleans(),
     shift=st.floats(-2, 2),
+    kernel=st.sampled_from(["fbgemm", "onednn"]),
 )
-def test_each_output_is_within_the_rounding_bound(rows, d_in, d_out, bias, shift):
+def test_each_output_is_within_the_rounding_bound(rows, d_in, d_out, bias, shift, kernel):
     torch.manual_seed(d_in * 100 + d_out)
     linear = nn.Linear(d_in, d_out, bias=bias)
     layer = Int8Linear(linear)
     x = torch.randn(*rows, d_in) + shift
-    with torch.no_grad(), _int8_product_from(0):  # every call: the int8 product
+    onednn_from = 0 if kernel == "onednn" or layer._fbgemm is None else 1 << 62
+    with torch.no_grad(), _int8_product_from(0), _onednn_from(onednn_from):
+        assert layer.kernel(x.numel() // d_in) == kernel or layer._fbgemm is None
         got = layer(x).double()
         small = F.linear(
             x.double(), layer.weight.double(), None if not bias else layer.bias.double()
         )
-    with torch.no_grad():  # few rows: the float32 product of the rounded weights
+    with torch.no_grad(), _int8_product_from(1 << 62):  # the float32 product, rounded weights
         torch.testing.assert_close(layer(x).double(), small, rtol=1e-5, atol=1e-5)
     with torch.no_grad():
         exact = F.linear(
@@ -99,17 +124,32 @@ def test_each_output_is_within_the_rounding_bound(rows, d_in, d_out, bias, shift
 
 
 def test_each_row_is_quantized_on_its_own():
-    """A row of huge (or non-finite) values does not spoil the others' results."""
+    """A row of huge (or non-finite) values does not spoil the others' results: oneDNN's
+    product gives them bit for bit, FBGEMM's (one range for the call, over rows divided by
+    their largest values) within each row's own rounding bound; a NaN or inf row gives NaN."""
     torch.manual_seed(0)
-    layer = Int8Linear(nn.Linear(64, 32))
+    linear = nn.Linear(64, 32)
+    layer = Int8Linear(linear)
     x = torch.randn(8, 64)
-    with torch.no_grad(), _int8_product_from(0):
+    x_big = torch.cat([torch.full((1, 64), 1e4), x[1:]])
+    x_nan = torch.cat([torch.full((1, 64), float("nan")), x[1:]])
+    x_inf = x.clone()
+    x_inf[0, 3] = float("inf")
+    with torch.no_grad(), _int8_product_from(0), _onednn_from(0):
         alone = layer(x[1:])
-        x_big = torch.cat([torch.full((1, 64), 1e4), x[1:]])
         torch.testing.assert_close(layer(x_big)[1:], alone, rtol=0, atol=0)
-        x_nan = torch.cat([torch.full((1, 64), float("nan")), x[1:]])
         out = layer(x_nan)
-    assert out[0].isnan().all() and torch.equal(out[1:], alone)
+        assert out[0].isnan().all() and torch.equal(out[1:], alone)
+    if layer._fbgemm is None:
+        return
+    with torch.no_grad(), _int8_product_from(0):
+        assert layer.kernel(8) == "fbgemm"
+        exact = F.linear(x[1:].double(), linear.weight.double(), linear.bias.double())
+        bound = _bound(layer, x[1:], linear.weight.detach())
+        for spoiled in (x_big, x_nan, x_inf):
+            out = layer(spoiled)
+            assert ((out[1:].double() - exact).abs() <= bound).all()
+            assert out[0].isnan().all() or spoiled is x_big
 
 
 def test_loading_a_state_dict_updates_every_derived_weight():
@@ -117,8 +157,8 @@ def test_loading_a_state_dict_updates_every_derived_weight():
     b.load_state_dict(a.state_dict())
     torch.testing.assert_close(b.weight, a.weight, rtol=0, atol=0)
     x = torch.randn(40, 256)
-    with torch.no_grad():
-        for rows in (1, 40):  # the float product and the int8 product
+    with torch.no_grad(), _onednn_from(40 * 1_024_000):
+        for rows in (1, 40):  # FBGEMM's product and oneDNN's
             torch.testing.assert_close(b(x[:rows]), a(x[:rows]), rtol=0, atol=0)
 
 
@@ -138,6 +178,20 @@ def test_weights_are_rounded_per_output_row():
     with torch.no_grad():
         assert zero(torch.zeros(3, 4)).abs().max() == 0  # an all-zero input quantizes exactly
         assert zero(torch.zeros(0, 4)).shape == (0, 2)
+
+
+def test_first_rows_is_the_layer_of_its_first_output_rows():
+    """The decoder step's cross-attention query: the first D rows of W_qkv, in int8."""
+    layer = Int8Linear(nn.Linear(16, 48))
+    head = layer.first_rows(16)
+    assert head is layer.first_rows(16) and head.out_features == 16
+    assert torch.equal(head.weight_int8, layer.weight_int8[:16])
+    torch.testing.assert_close(head.scale, layer.scale[:16], rtol=0, atol=0)
+    x = torch.randn(5, 16)
+    with torch.no_grad(), _int8_product_from(0):
+        torch.testing.assert_close(head(x), layer(x)[:, :16], rtol=1e-6, atol=1e-6)
+    layer.load_state_dict(Int8Linear(nn.Linear(16, 48)).state_dict())
+    assert layer.first_rows(16) is not head  # made again from the loaded weights
 
 
 def test_copies_and_pickles_work_and_give_the_same_outputs():

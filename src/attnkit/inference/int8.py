@@ -3,25 +3,45 @@
 Shape legend: N rows (every leading dimension of the input), D_in, D_out the widths.
 
 ``Int8Linear`` holds a linear layer's weight as int8, each output row w_o rounded to
-``round(w_o / s_o)`` in [-127, 127] with its own scale ``s_o = max|w_o| / 127``. A call
-with enough work (rows x weights >= ``INT8_MIN_WORK``) rounds each input row to 8 bits
-with its own scale (its largest value maps to 127; stored as uint8 around 128) and runs
-oneDNN's int8 product (``torch.ops.onednn.qlinear_pointwise``, the operator PyTorch's
-compiler uses for x86 int8 models), then scales each row back and adds the bias; a call
-with fewer rows multiplies by the same rounded weights in float32 (quantizing the input
-costs more there than the int8 product saves). Embeddings, LayerNorms and
-attention's own products stay float32. Outputs change slightly: the tests bound each layer's error
-and count changed next tokens; ``benchmarks/peers/translation.py decode`` measures speed and changed
-outputs on a trained model, ``benchmarks/kernels/linear_layout.py`` each layer.
+``round(w_o / s_o)`` in [-127, 127] with its own scale ``s_o = max|w_o| / 127``. Where the
+CPU multiplies uint8 by int8 exactly (VNNI or AMX: :func:`exact_int8_product`) every call
+runs an int8 product with int32 sums, on one of two packed kernels chosen by the call's
+work (rows x weights):
 
-Each row is quantized on its own (a row's large or non-finite values do not reach the
-others), but the row count of a call picks the product, so a sentence can come out
-differently in batches of other sizes; float32 decoding does not.
+- below ``ONEDNN_MIN_WORK``, FBGEMM's dynamic linear (``torch.ops.quantized.linear_dynamic``,
+  PyTorch's own dynamic quantization): one C++ call quantizes the input to uint8, multiplies
+  and scales back. It quantizes its whole input with one scale, so each row is first divided
+  by its largest |value| (every row then spans at most [-1, 1]: a row's step is at most its
+  own largest value / 127.5, a huge row cannot coarsen the others) and the output rows are
+  multiplied back;
+- from ``ONEDNN_MIN_WORK`` (the output layer of a beam-4 batch of 64: 256 rows x 30 M
+  weights), oneDNN's int8 product (``torch.ops.onednn.qlinear_pointwise``, the operator
+  PyTorch's compiler uses for x86 int8 models), each row rounded to [-127, 127] by its own
+  scale (stored as uint8 around 128); its weights are laid out at the first such call.
+
+Measured 2026-11-29 on an AVX-512 VNNI EPYC (``benchmarks/kernels/int8_linear.py``, one
+thread, the machine shared): FBGEMM 2.4-8x the float32 product of the same rounded weights
+at 1-4 rows and 2.4-4.5x at 64 (the 512 x 59,514 output layer at one row: 2.4 ms against 20),
+where oneDNN's call with the quantizing around it reached 0.5-3.3x; oneDNN ahead from about
+2^31 rows x weights (the output layer at 256 rows: 272 ms against FBGEMM's 383).
+
+Where the product is not exact (AVX2 or AVX-512 without VNNI: both libraries sum pairs of
+products in saturating 16-bit lanes), or without FBGEMM below ``_ONEDNN_ALONE_MIN_WORK``,
+the float32 product of the same rounded weights runs. Embeddings, LayerNorms and attention's
+own products stay float32. Outputs change slightly: the tests bound each layer's error and
+count changed next tokens; ``benchmarks/peers/translation.py decode`` and
+``benchmarks/peers/opus_mt.py`` measure speed and changed outputs on whole models.
+
+A row's result depends a little on the other rows of its call (FBGEMM's one range, and the
+row count picks the kernel), so a sentence can come out differently in batches of other
+sizes; float32 decoding does not.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import warnings
 
 import torch
 from torch import Tensor, nn
@@ -29,15 +49,26 @@ from torch import Tensor, nn
 from attnkit.i18n import _
 from attnkit.inference import prepacked
 
-__all__ = ["INT8_MIN_WORK", "Int8Linear", "available", "exact_int8_product", "quantize_int8"]
+__all__ = [
+    "INT8_MIN_WORK",
+    "ONEDNN_MIN_WORK",
+    "Int8Linear",
+    "available",
+    "exact_int8_product",
+    "quantize_int8",
+]
 
 _TINY = torch.finfo(torch.float32).tiny
 
-# rows x weights from which the int8 product beats the float32 one of the same (rounded)
-# weights, prepacked; measured with benchmarks/kernels/linear_layout.py 2026-11-25: the output
-# layer (1 M weights) from 64 rows (639 -> 347 us), 768 x 256 and 1024 x 256 from 256
-# rows (477 -> 311, 635 -> 350 us), 256 x 256 never
-INT8_MIN_WORK = 1 << 25
+# rows x weights from which a call runs an int8 product (where it is exact): every call,
+# FBGEMM's being faster than the float32 product at every layer and row count measured
+INT8_MIN_WORK = 1
+# rows x weights from which oneDNN's int8 product replaces FBGEMM's (2026-11-29, one
+# thread: the output layer at 64 rows 36 ms oneDNN, 38 FBGEMM; at 256 rows 272 against 383)
+ONEDNN_MIN_WORK = 1 << 31
+# without FBGEMM, rows x weights from which oneDNN's int8 product beats the float32 one
+# (2026-11-25: the output layer from 64 rows, 768 x 256 and 1024 x 256 from 256 rows)
+_ONEDNN_ALONE_MIN_WORK = 1 << 25
 
 _available: bool | None = None
 
@@ -49,25 +80,44 @@ def available() -> bool:
         try:
             layer = Int8Linear(nn.Linear(8, 4))
             with torch.no_grad():
-                layer(torch.randn(2, 8))
+                layer._onednn_product(torch.randn(2, 8))
             _available = True
         except (AttributeError, RuntimeError, NotImplementedError):
             _available = False
     return _available
 
 
-@functools.cache  # asked on every large call: the CPU does not change
+@functools.cache  # asked on every call: the CPU does not change
 def exact_int8_product() -> bool:
-    """Whether this CPU multiplies uint8 by int8 exactly (VNNI or AMX). Without them
-    oneDNN's AVX2 kernel sums pairs of products in saturating 16-bit lanes
-    (vpmaddubsw), so a product can be off by far more than the rounding bound (measured
-    on a 2026-11-28 AVX2-only EPYC: outputs beyond the bound, a trained translator's next
-    tokens 79% unchanged); there the float product of the same int8 weights runs."""
+    """Whether this CPU multiplies uint8 by int8 exactly (AVX-512 VNNI or AMX). Without
+    them oneDNN's and FBGEMM's AVX2 kernels sum pairs of products in saturating 16-bit
+    lanes (vpmaddubsw), so a product can be off by far more than the rounding bound
+    (measured on a 2026-11-28 AVX2-only EPYC: outputs beyond the bound, a trained
+    translator's next tokens 79% unchanged); there the float product of the same int8
+    weights runs."""
     cpu = getattr(torch, "cpu", None)
     return any(
         bool(getattr(cpu, name, lambda: False)())
         for name in ("_is_vnni_supported", "_is_amx_tile_supported")
     )
+
+
+def _fbgemm_pack(weight_int8: Tensor, scale: Tensor):
+    """FBGEMM's packed weight (per-row scales, no bias), or None without FBGEMM."""
+    if "fbgemm" not in torch.backends.quantized.supported_engines:
+        return None
+    engine = torch.backends.quantized.engine
+    try:
+        torch.backends.quantized.engine = "fbgemm"
+        with warnings.catch_warnings():  # quantized tensors are deprecated (PyTorch 2.10)
+            warnings.simplefilter("ignore")
+            zero = torch.zeros(scale.shape[0], dtype=torch.long)
+            q = torch._make_per_channel_quantized_tensor(weight_int8, scale.double(), zero, 0)
+            return torch.ops.quantized.linear_prepack(q, None)
+    except (AttributeError, RuntimeError, NotImplementedError):
+        return None
+    finally:
+        torch.backends.quantized.engine = engine
 
 
 class Int8Linear(nn.Module):
@@ -97,11 +147,37 @@ class Int8Linear(nn.Module):
         self.register_load_state_dict_post_hook(_after_load)
 
     def _pack(self) -> None:
-        """What follows from ``weight_int8`` and ``scale``: the dequantized weight and
-        oneDNN's layouts (int8, and float32 for calls with few rows); after a load too."""
+        """What follows from ``weight_int8`` and ``scale``: the dequantized weight and the
+        kernels' layouts (FBGEMM's, float32's; oneDNN's int8 one at its first call)."""
         self.weight = self.weight_int8.float() * self.scale[:, None]  # (D_out, D_in)
-        self._packed = torch.ops.onednn.qlinear_prepack(self.weight_int8, None)
+        self._fbgemm = _fbgemm_pack(self.weight_int8, self.scale)  # or None
+        self._packed = None  # oneDNN's int8 layout, made by _onednn_product
         self._float_packed = prepacked.pack_weight(self.weight)  # float32 layout, or None
+        self._first_rows: dict[int, Int8Linear] = {}  # made by first_rows
+
+    def first_rows(self, rows: int) -> Int8Linear:
+        """The layer of the first ``rows`` output rows (the same int8 weights, scales and
+        bias), made once: the decoder step's cross-attention projects its query by the
+        first D rows of the fused W_qkv (``models/transformer_step.py``)."""
+        layer = self._first_rows.get(rows)
+        if layer is None:
+            linear = nn.Linear(self.in_features, rows, bias=self.bias is not None)
+            with torch.no_grad():
+                linear.weight.copy_(self.weight[:rows])
+                if self.bias is not None:
+                    linear.bias.copy_(self.bias[:rows])
+            layer = self._first_rows[rows] = Int8Linear(linear)
+        return layer
+
+    def kernel(self, rows: int) -> str:
+        """Which product a call with ``rows`` rows runs: "fbgemm", "onednn" (int8) or
+        "float" (float32, of the same rounded weights)."""
+        work = rows * self.weight.numel()
+        if work < INT8_MIN_WORK or not exact_int8_product():
+            return "float"
+        if self._fbgemm is not None:
+            return "fbgemm" if work < ONEDNN_MIN_WORK else "onednn"
+        return "onednn" if work >= max(_ONEDNN_ALONE_MIN_WORK, INT8_MIN_WORK) else "float"
 
     def forward(self, input: Tensor) -> Tensor:  # (..., D_in) float32 -> (..., D_out) float32
         if input.dtype != torch.float32 or input.device.type != "cpu":
@@ -113,19 +189,38 @@ class Int8Linear(nn.Module):
         x = input.reshape(-1, self.in_features)  # (N, D_in)
         if x.shape[0] == 0:
             return input.new_zeros(*input.shape[:-1], self.out_features)
-        if x.shape[0] * self.weight.numel() < INT8_MIN_WORK or not exact_int8_product():
-            # few rows, or a CPU whose int8 product is not exact: the float product
+        kernel = self.kernel(x.shape[0])
+        if kernel == "fbgemm":
+            out = self._fbgemm_product(x)
+        elif kernel == "onednn":
+            out = self._onednn_product(x)
+        else:
             out = prepacked.linear(x, self.weight, self._float_packed, self.bias)
-            return out.reshape(*input.shape[:-1], self.out_features)
-        # each row scaled to [-127, 127] by its own largest value, stored around 128
+        return out.reshape(*input.shape[:-1], self.out_features)  # (..., D_out)
+
+    def _fbgemm_product(self, x: Tensor) -> Tensor:  # (N, D_in) -> (N, D_out)
+        """Each row divided by its largest |value|, FBGEMM's product (one uint8 range for
+        the call), then multiplied back; a non-finite row is zeroed (its output is NaN)."""
+        peak = x.abs().amax(dim=1, keepdim=True).clamp_min_(_TINY)  # (N, 1); NaN stays
+        scaled = x / peak  # (N, D_in) in [-1, 1]
+        if not math.isfinite(float(peak.sum())):  # FBGEMM refuses NaN; inf rows -> NaN
+            peak = torch.where(torch.isfinite(peak), peak, float("nan"))
+            scaled = torch.where(torch.isfinite(peak), scaled, 0.0)
+        out = torch.ops.quantized.linear_dynamic(scaled, self._fbgemm, False)  # (N, D_out)
+        return out.mul_(peak) if self.bias is None else torch.addcmul(self.bias, out, peak)
+
+    def _onednn_product(self, x: Tensor) -> Tensor:  # (N, D_in) -> (N, D_out)
+        """Each row scaled to [-127, 127] by its own largest value, stored around 128, and
+        oneDNN's int8 product; then scaled back, the bias added."""
+        if self._packed is None:
+            self._packed = torch.ops.onednn.qlinear_prepack(self.weight_int8, None)
         peak = x.abs().amax(dim=1, keepdim=True).clamp_min(_TINY)  # (N, 1)
         qx = torch.round(x * (127.0 / peak)).add_(128).clamp_(0, 255).to(torch.uint8)
         out = torch.ops.onednn.qlinear_pointwise(
             qx, 1.0 / 127, 128, self._packed, self.scale, self._zero_points,
             None, 1.0, 0, torch.float32, "none", [], "",
         )  # (N, D_out): the product of the scaled rows  # fmt: skip
-        out = out.mul_(peak) if self.bias is None else torch.addcmul(self.bias, out, peak)
-        return out.reshape(*input.shape[:-1], self.out_features)  # (..., D_out)
+        return out.mul_(peak) if self.bias is None else torch.addcmul(self.bias, out, peak)
 
     def extra_repr(self) -> str:
         return (
@@ -134,8 +229,9 @@ class Int8Linear(nn.Module):
         )
 
     def __getstate__(self) -> dict:
-        state = dict(self.__dict__)  # oneDNN's packed weights are made again on loading
-        state["_packed"] = state["_float_packed"] = None
+        state = dict(self.__dict__)  # the packed weights are made again on loading
+        state["_packed"] = state["_float_packed"] = state["_fbgemm"] = None
+        state["_first_rows"] = {}
         return state
 
     def __setstate__(self, state: dict) -> None:

@@ -161,7 +161,10 @@ def _cross_attention(blk, h: Tensor, cache, mask: Tensor | None) -> Tensor:
     attention = blk.attention2
     B, D = h.shape[0], attention.num_hiddens
     W = attention.W_qkv
-    q = F.linear(h, W.weight[:D], None if W.bias is None else W.bias[:D])  # (B, 1, D)
+    if hasattr(W, "first_rows"):  # an Int8Linear: the int8 product of the first D rows
+        q = W.first_rows(D).forward(h)  # (B, 1, D)
+    else:
+        q = F.linear(h, W.weight[:D], None if W.bias is None else W.bias[:D])  # (B, 1, D)
     q = q.view(B, 1, attention.num_heads, -1).transpose(1, 2)  # (B, H, 1, Dh)
     keys, values = cache.cross_attention.keys, cache.cross_attention.values  # (B, H, S, Dh)
     out = scaled_dot_product(q, keys, values, mask)[0]  # (B, H, 1, Dh)
