@@ -46,6 +46,18 @@ def _influence(model, windows: torch.Tensor, vocab_size: int, seed: int) -> tupl
 
 
 @torch.no_grad()
+def _perplexity_reset(model, tokens: torch.Tensor, every: int) -> float:
+    """Held-out perplexity with the state reset to zero every ``every`` tokens: each
+    prediction sees at most the ``every`` - 1 tokens before it in its chunk, as in
+    training with random sampling (``evaluate_perplexity`` carries the state instead)."""
+    n = (len(tokens) - 1) // every * every
+    X = tokens[:n].reshape(-1, every)  # (chunks, every), each chunk from a zero state
+    Y = tokens[1 : n + 1].reshape(-1, every)
+    logits, _ = model(X)  # (every * chunks, V)
+    return float(torch.exp(F.cross_entropy(logits, Y.T.reshape(-1))))
+
+
+@torch.no_grad()
 def _first_below(curve: list[float], fraction: float) -> int:
     """The first k whose value is below ``fraction`` of the value at k = 0 (len: none)."""
     return next((k for k, v in enumerate(curve) if v < fraction * curve[0]), len(curve))
@@ -82,6 +94,10 @@ def history_reach(*, small: bool = False, seed: int = 0) -> TopicResult:
         "short_change_at_10": change5[10], "change_at_10": change20[10],
         "perplexity": evaluate_perplexity(model, held),
         "short_perplexity": evaluate_perplexity(short, held),
+        # the same held-out text with the state reset every num_steps tokens: what the
+        # model would have without the state carried across minibatch boundaries
+        "perplexity_reset": _perplexity_reset(model, held, T),
+        "short_perplexity_reset": _perplexity_reset(short, held, 5),
     }  # fmt: skip
     trained = gettext("trained with {steps} steps")
     fig = plot_curves({trained.format(steps=20): grad20, trained.format(steps=5): grad5},
@@ -96,6 +112,8 @@ def history_reach(*, small: bool = False, seed: int = 0) -> TopicResult:
         f"{change20[T]:.1e} (k = {T}), {change20[40]:.1e} (k = 40) in total variation. "
         f"Trained with 5 time steps: below 1% from k = {values['short_reach_1pct']}, change "
         f"at k = 10 {change5[10]:.1e} against {change20[10]:.1e}; held-out perplexity "
-        f"{values['short_perplexity']:.2f} against {values['perplexity']:.2f}."
+        f"{values['short_perplexity']:.2f} against {values['perplexity']:.2f} (state reset "
+        f"every 5 / {T} tokens: {values['short_perplexity_reset']:.2f} / "
+        f"{values['perplexity_reset']:.2f})."
     )
     return TopicResult("rnn_memory_history_reach", finding, values, {"influence": fig})

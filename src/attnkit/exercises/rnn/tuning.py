@@ -38,18 +38,19 @@ def perplexity_grid(*, small: bool = False, seed: int = 0) -> TopicResult:
     on another text against its own held-out text."""
     from attnkit.viz import plot_curves
 
-    steps, n_seeds = (50, 2) if small else (200, 3)
+    steps, n_seeds = (50, 2) if small else (200, 5)
     name, train, held, vocab = char_data(small, 30000 if small else 200000)
     base = {"num_hiddens": 64, "num_steps": 20, "lr": 1.0, "steps": steps}
     changes = {"base": {}, "hidden 128": {"num_hiddens": 128}, "35 time steps": {"num_steps": 35},
                "lr 2": {"lr": 2.0}, "2x steps": {"steps": 2 * steps}}  # fmt: skip
-    held_ppl, train_ppl, curves, models = {}, {}, {}, {}
+    held_ppl, train_ppl, curves, models, clipped = {}, {}, {}, {}, {}
     for label, change in changes.items():
         cfg = {**base, **change}
         model = make_lm(len(vocab), cfg["num_hiddens"], seed=seed)
         run = train_char_lm(model, train, steps=cfg["steps"], lr=cfg["lr"],
                             num_steps=cfg["num_steps"], seed=seed)  # fmt: skip
         held_ppl[label] = evaluate_perplexity(model, held)
+        clipped[label] = sum(n > 1.0 for n in run["norms"])  # steps where clipping acted
         train_ppl[label] = evaluate_perplexity(model, train[: len(held)])
         curves[label] = [float(torch.tensor(run["losses"][max(0, i - 9) : i + 1]).mean().exp())
                          for i in range(len(run["losses"]))]  # fmt: skip
@@ -67,6 +68,11 @@ def perplexity_grid(*, small: bool = False, seed: int = 0) -> TopicResult:
 
     other_name, other = _other_text(name, vocab)
     other_ppl = evaluate_perplexity(models["base"], other)
+    # how different the texts are: total variation between their letter frequencies
+    letters = torch.bincount(train, minlength=len(vocab)).double() / len(train)
+    tv = {label: 0.5 * float((torch.bincount(t, minlength=len(vocab)).double() / len(t)
+                              - letters).abs().sum())
+          for label, t in (("held_out", held), ("other", other))}  # fmt: skip
     fig = plot_curves(curves, gettext("SGD step"), gettext("training perplexity (10-step mean)"),
                       logy=True,
                       title=gettext("character RNN on {data}").format(
@@ -79,6 +85,7 @@ def perplexity_grid(*, small: bool = False, seed: int = 0) -> TopicResult:
         "embedding_gain": embedding, "embedding_words": describe_seeds(embedding),
         "other_text": other_name, "other_text_perplexity": other_ppl,
         "other_over_own": other_ppl / held_ppl["base"], "vocab_size": len(vocab),
+        "letter_tv": tv, "clipped_steps": clipped, "n": n_seeds,
     }  # fmt: skip
     finding = (
         f"{name}, {steps} SGD steps: held-out perplexity "
