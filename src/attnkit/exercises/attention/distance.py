@@ -58,11 +58,15 @@ def distance_attention(*, small: bool = False, seed: int = 0) -> TopicResult:
     masked_weight = float(att.attention_weights[0, :, 4:].abs().sum())
     err = float((att.attention_weights - direct).abs().max())
     out_err = float((out - torch.bmm(direct, v)).abs().max())
-    # counted: the efficient form never forms the (B, Q, K, D) differences
-    n, d = (64, 32) if small else (256, 64)
-    X = torch.randn(1, n, d, generator=g)
-    eff = count_ops(lambda: DistanceAttention()(X, X, X))
-    brute = count_ops(lambda: torch.bmm(direct_distance_weights(X, X, None), X))
+    # counted at several sizes: the efficient form never forms the (B, Q, K, D) differences
+    counts = []
+    for n, d in [(32, 16), (64, 32)] if small else [(64, 32), (128, 32), (256, 64)]:
+        X = torch.randn(1, n, d, generator=g)  # n queries = keys = values of width d
+        eff = count_ops(lambda X=X: DistanceAttention()(X, X, X))
+        brute = count_ops(lambda X=X: torch.bmm(direct_distance_weights(X, X, None), X))
+        counts.append({"n": n, "d": d, "efficient_flops": eff.flops,
+                       "efficient_elements": eff.elementwise, "direct_flops": brute.flops,
+                       "direct_elements": brute.elementwise})  # fmt: skip
     # 11.1.1: a query near key j; as the width shrinks the weight on key j goes to 1
     keys = torch.randn(1, 50, 4, generator=g, dtype=torch.float64)
     query = keys[:, 7:8] + 0.1 * torch.randn(1, 1, 4, generator=g, dtype=torch.float64)
@@ -76,12 +80,16 @@ def distance_attention(*, small: bool = False, seed: int = 0) -> TopicResult:
         "weight_error": err,
         "output_error": out_err,
         "masked_weight": masked_weight,
+        "counts": counts,
         "count_size": [n, d],
         "efficient_flops": eff.flops,
         "direct_flops": brute.flops,
         "efficient_elements": eff.elementwise,
         "direct_elements": brute.elementwise,
         "direct_over_efficient_elements": brute.elementwise / eff.elementwise,
+        "direct_over_efficient_by_size": [
+            c["direct_elements"] / c["efficient_elements"] for c in counts
+        ],
         "nearest_key": nearest,
         "nearest_weight_by_width": lookup,
     }

@@ -16,10 +16,11 @@ __all__ = ["additive_cost", "decoder_only_cost", "long_inputs"]
 HEAD_DIM = 64
 
 
-def explicit_attention(q, k, v):
-    """softmax(Q Kᵀ / √d) V with the n x n weights written out: (B, n, d) each."""
+def explicit_attention(q, k, v, *, return_weights: bool = False):
+    """softmax(Q Kᵀ / √d) V with the n x n weights written out: (B, n, d) each (and the
+    weights, (B, n, n), with ``return_weights``)."""
     w = torch.softmax(q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5, dim=-1)  # (B, n, n)
-    return w @ v
+    return (w @ v, w) if return_weights else w @ v
 
 
 def local_attention(q, k, v, window: int):
@@ -62,11 +63,13 @@ def long_inputs(*, small: bool = False, seed: int = 0) -> TopicResult:
         local = count_ops(lambda q=q, k=k, v=v: local_attention(q, k, v, window))
         linear = count_ops(lambda q=q, k=k, v=v: linear_attention(q, k, v))
         with torch.no_grad():
-            err = float((local_attention(q, k, v, n) - explicit_attention(q, k, v)).abs().max())
+            out, w = explicit_attention(q, k, v, return_weights=True)
+            err = float((local_attention(q, k, v, n) - out).abs().max())
         rows[str(n)] = {
             "full_flops": full.flops, "full_written": full.elementwise,
-            "weights_bytes_fp32": 4 * n * n, "local_flops": local.flops,
-            "linear_flops": linear.flops, "window_equals_full_error": err,
+            "weights_bytes": w.numel() * w.element_size(),  # the (1, n, n) float32 weights
+            "local_flops": local.flops, "linear_flops": linear.flops,
+            "linear_written": linear.elementwise, "window_equals_full_error": err,
         }  # fmt: skip
     a, b = str(lengths[0]), str(lengths[-1])
     growth = lengths[-1] / lengths[0]
@@ -76,7 +79,7 @@ def long_inputs(*, small: bool = False, seed: int = 0) -> TopicResult:
         "full_flops_growth": rows[b]["full_flops"] / rows[a]["full_flops"],
         "local_flops_growth": rows[b]["local_flops"] / rows[a]["local_flops"],
         "linear_flops_growth": rows[b]["linear_flops"] / rows[a]["linear_flops"],
-        "longest": lengths[-1], "longest_weights_mib": rows[b]["weights_bytes_fp32"] / 2**20,
+        "longest": lengths[-1], "longest_weights_mib": rows[b]["weights_bytes"] / 2**20,
         "longest_full_over_local": rows[b]["full_flops"] / rows[b]["local_flops"],
         "full_written_longest": rows[b]["full_written"],
         "window_equals_full_error": max(r["window_equals_full_error"] for r in rows.values()),
@@ -113,7 +116,7 @@ def additive_cost(*, small: bool = False, seed: int = 0) -> TopicResult:
                         "written_ratio": a.elementwise / p.elementwise,
                         "total_ratio": a.total / p.total}  # fmt: skip
     last = rows[str(lengths[-1])]
-    values = {"lengths": lengths, "hidden": hidden, "costs": rows,
+    values = {"lengths": lengths, "hidden": hidden, "width": d, "batch": 2, "costs": rows,
               "written_ratio_longest": last["written_ratio"],
               "written_ratio_shortest": rows[str(lengths[0])]["written_ratio"],
               "total_ratio_longest": last["total_ratio"], "longest": lengths[-1]}  # fmt: skip
@@ -124,6 +127,18 @@ def additive_cost(*, small: bool = False, seed: int = 0) -> TopicResult:
         "operations (FLOPs + elements written)."
     )
     return TopicResult("transformer_costs_additive_cost", finding, values)
+
+
+def _weights_computed(model, src, tgt, n: int | None = None) -> int:
+    """Attention-weight entries one forward computes (all heads, all attention modules),
+    read from ``record_attention``: an encoder-decoder when ``n`` (the source length) is
+    given, else a decoder-only LM on source + target."""
+    from attnkit.attention.recording import record_attention
+
+    with torch.no_grad(), record_attention() as record:
+        model(src, tgt, torch.tensor([n])) if n is not None else model(torch.cat([src, tgt], 1))
+    found = [record.get(m) for m in model.modules()]
+    return sum(w.numel() for w in found if w is not None)
 
 
 @topic
@@ -149,15 +164,16 @@ def decoder_only_cost(*, small: bool = False, seed: int = 0) -> TopicResult:
         src, tgt = torch.randint(0, V, (1, n)), torch.randint(0, V, (1, n))
         ed = count_ops(lambda s=src, t=tgt, n=n: encdec(s, t, torch.tensor([n])))
         do = count_ops(lambda s=src, t=tgt: deconly(torch.cat([s, t], 1)))
-        # attention weights per head: encoder S², decoder T² + T S; decoder-only (S + T)²
+        # the attention weights each forward computes, recorded (every head of every block)
         rows[str(n)] = {"encdec_flops": ed.flops, "deconly_flops": do.flops,
                         "ratio": do.flops / ed.flops,
-                        "encdec_weights": L * (n * n) + L * (n * n + n * n),
-                        "deconly_weights": 2 * L * (2 * n) ** 2}  # fmt: skip
+                        "encdec_weights": _weights_computed(encdec, src, tgt, n),
+                        "deconly_weights": _weights_computed(deconly, src, tgt)}  # fmt: skip
     params = {"encdec": sum(p.numel() for p in encdec.parameters()),
               "deconly": sum(p.numel() for p in deconly.parameters())}  # fmt: skip
     last = rows[str(lengths[-1])]
-    values = {"lengths": lengths, "costs": rows, "params": params, "layers": L,
+    values = {"lengths": lengths, "costs": rows, "params": params, "layers": L, "width": d,
+              "ffn": 4 * d, "vocab": V, "heads": 4,
               "ratio_longest": last["ratio"], "ratio_shortest": rows[str(lengths[0])]["ratio"],
               "weights_ratio": last["deconly_weights"] / last["encdec_weights"],
               "longest": lengths[-1]}  # fmt: skip

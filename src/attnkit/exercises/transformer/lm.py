@@ -14,15 +14,23 @@ import torch
 import torch.nn.functional as F
 
 from attnkit.i18n import gettext
-from attnkit.tour.base import TopicResult, check_args, seed_summary, topic
+from attnkit.tour.base import TopicResult, check_args, describe_seeds, seed_summary, topic
 
-__all__ = ["causal_mask_cheat", "deeper_stacks", "head_importance"]
+__all__ = [
+    "causal_mask_cheat",
+    "char_data",
+    "deeper_stacks",
+    "head_importance",
+    "heldout_loss",
+    "lm_config",
+    "train_lm",
+]
 
 CONTEXT = 32
 DATA_NAME = "the English side of attnkit's generated corpus, as characters"
 
 
-def _data(small: bool):
+def char_data(small: bool):
     """Train ids, held-out ids (the first 32 or 96 windows of the held-out 20%), vocabulary."""
     from attnkit.tour.extrapolation import synthetic_char_corpus
 
@@ -30,12 +38,14 @@ def _data(small: bool):
     return train, held[: (32 if small else 96) * CONTEXT + 1], V
 
 
-def _config(V: int, layers: int = 2, heads: int = 4):
+def lm_config(V: int, layers: int = 2, heads: int = 4, positions: str = "rope",
+              context: int = CONTEXT):  # fmt: skip
+    """The exercises' character LM: width 32, feed-forward 64, no dropout."""
     from attnkit.models.decoder_lm import DecoderLMConfig
 
     return DecoderLMConfig(vocab_size=V, d_model=32, num_heads=heads, num_layers=layers,
-                           ffn_hidden=64, dropout=0.0, context_length=CONTEXT,
-                           positions="rope")  # fmt: skip
+                           ffn_hidden=64, dropout=0.0, context_length=context,
+                           positions=positions)  # fmt: skip
 
 
 def _windows(ids: torch.Tensor, count: int, g: torch.Generator) -> torch.Tensor:
@@ -113,9 +123,9 @@ def head_importance(*, small: bool = False, seed: int = 0) -> TopicResult:
     check_args(small, seed)
     from attnkit.viz import show_heatmaps
 
-    train, held, V = _data(small)
-    steps, seeds = (80, 1) if small else (250, 3)
-    config = _config(V)
+    train, held, V = char_data(small)
+    steps, seeds = (80, 1) if small else (250, 5)
+    config = lm_config(V)
     L, H = config.num_layers, config.num_heads
     base, drops, prune_low, prune_high, grad_corr = [], [], [], [], []
     for s in range(seed, seed + seeds):
@@ -153,7 +163,10 @@ def head_importance(*, small: bool = False, seed: int = 0) -> TopicResult:
         "base_loss": base, "head_loss_increase": drops,
         "largest_increase": [max(d) for d in drops], "smallest_increase": [min(d) for d in drops],
         "prune_least_increase": prune_low, "prune_most_increase": prune_high,
-        "prune_gap": gap, "gradient_rank_correlation": grad_corr, "gradient_min": min(grad_corr),
+        "prune_gap": gap, "prune_gap_text": describe_seeds(gap, " nats"),
+        "prune_ratio_max": max(lo / hi for lo, hi in zip(prune_low, prune_high)),
+        "gradient_rank_correlation": grad_corr, "gradient_min": min(grad_corr),
+        "gradient_max": max(grad_corr),
     }  # fmt: skip
     finding = (
         f"{L} layers x {H} heads, {steps} steps, {seeds} seeds ({DATA_NAME}): held-out loss "
@@ -176,13 +189,13 @@ def deeper_stacks(*, small: bool = False, seed: int = 0) -> TopicResult:
     check_args(small, seed)
     from attnkit.tour.cost import count_ops
 
-    train, held, V = _data(small)
+    train, held, V = char_data(small)
     steps, seeds = (20, 1) if small else (150, 2)
     depths = (1, 2, 4)
     x = held[: 32 * CONTEXT].view(32, CONTEXT)  # one batch of 32 windows
     flops, params, loss = {}, {}, {}
     for depth in depths:
-        config = _config(V, layers=depth)
+        config = lm_config(V, layers=depth)
         model = config.build()
         flops[str(depth)] = count_ops(lambda m=model: m(x)).flops
         params[str(depth)] = sum(p.numel() for p in model.parameters())
@@ -191,18 +204,16 @@ def deeper_stacks(*, small: bool = False, seed: int = 0) -> TopicResult:
     block = flops["2"] - flops["1"]  # one block's FLOPs
     deeper_better = seed_summary([a - b for a, b in zip(loss["2"], loss["4"])])
     mean_loss = [sum(loss[str(d)]) / seeds for d in depths]
+    c = lm_config(V)
     values = {
         "data": DATA_NAME, "steps": steps, "seeds": seeds, "depths": list(depths),
         "flops": [flops[str(d)] for d in depths], "params": [params[str(d)] for d in depths],
+        # the sizes the closed form needs: B windows of T characters, width D, FFN F, vocab V
+        "batch": list(x.shape), "width": c.d_model, "ffn": c.ffn_hidden, "vocab": V,
         "flops_per_block": block, "flops_4_over_1": flops["4"] / flops["1"],
         "heldout_loss": loss, "mean_loss": mean_loss, "four_vs_two": deeper_better,
+        "four_vs_two_text": describe_seeds(deeper_better, " nats"),
     }  # fmt: skip
-    if deeper_better["agree"] == seeds:
-        values["verdict"] = "at this size, the deeper stack does reach a lower loss in every seed"
-        values["verdict_zh"] = "在这个规模上，更深的堆叠在每个种子上都达到了更低的损失"
-    else:
-        values["verdict"] = "at this size, the deeper stack is not better in every seed"
-        values["verdict_zh"] = "在这个规模上，更深的堆叠并非在每个种子上都更好"
     finding = (
         f"Blocks 1/2/4 (d_model 32, {steps} steps, {seeds} seeds, {DATA_NAME}): counted "
         f"forward FLOPs per batch of 32 x {CONTEXT} "
@@ -233,9 +244,9 @@ def causal_mask_cheat(*, small: bool = False, seed: int = 0) -> TopicResult:
     """10.7.3: the same LM trained with and without the causal mask: training loss
     (teacher-forced) and the loss of predicting each character from its prefix."""
     check_args(small, seed)
-    train, held, V = _data(small)
+    train, held, V = char_data(small)
     steps, windows = (80, 16) if small else (250, 64)
-    config = _config(V)
+    config = lm_config(V)
     freq = torch.bincount(train, minlength=V).double() + 1
     unigram = float(-(freq / freq.sum()).log()[held].mean())
     res = {}
