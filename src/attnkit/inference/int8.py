@@ -14,8 +14,8 @@ work (rows x weights):
   by its largest |value| (every row then spans at most [-1, 1]: a row's step is at most its
   own largest value / 127.5, a huge row cannot coarsen the others) and the output rows are
   multiplied back;
-- from ``ONEDNN_MIN_WORK`` (the output layer of a beam-4 batch of 64: 256 rows x 30 M
-  weights), oneDNN's int8 product (``torch.ops.onednn.qlinear_pointwise``, the operator
+- from ``ONEDNN_MIN_WORK`` (the 512 x 59,514 output layer from 36 rows, the encoder's
+  FFN from 1,024 rows), oneDNN's int8 product (``torch.ops.onednn.qlinear_pointwise``, the operator
   PyTorch's compiler uses for x86 int8 models), each row rounded to [-127, 127] by its own
   scale (stored as uint8 around 128); its weights are laid out at the first such call.
 
@@ -23,7 +23,7 @@ Measured 2026-11-29 on an AVX-512 VNNI EPYC (``benchmarks/kernels/int8_linear.py
 thread, the machine shared): FBGEMM 2.4-8x the float32 product of the same rounded weights
 at 1-4 rows and 2.4-4.5x at 64 (the 512 x 59,514 output layer at one row: 2.4 ms against 20),
 where oneDNN's call with the quantizing around it reached 0.5-3.3x; oneDNN ahead from about
-2^31 rows x weights (the output layer at 256 rows: 272 ms against FBGEMM's 383).
+2^30 rows x weights (the output layer at 64 rows: 35 ms against FBGEMM's 41).
 
 Where the product is not exact (AVX2 or AVX-512 without VNNI: both libraries sum pairs of
 products in saturating 16-bit lanes), or without FBGEMM below ``_ONEDNN_ALONE_MIN_WORK``,
@@ -64,8 +64,9 @@ _TINY = torch.finfo(torch.float32).tiny
 # FBGEMM's being faster than the float32 product at every layer and row count measured
 INT8_MIN_WORK = 1
 # rows x weights from which oneDNN's int8 product replaces FBGEMM's (2026-11-29, one
-# thread: the output layer at 64 rows 36 ms oneDNN, 38 FBGEMM; at 256 rows 272 against 383)
-ONEDNN_MIN_WORK = 1 << 31
+# thread: the output layer at 4 rows 7.2 ms oneDNN, 4.6 FBGEMM; at 64 rows 35 against 41;
+# 256 rows: 296 against 383; 1024 x 2048 FFN rows 22 against 27 ms)
+ONEDNN_MIN_WORK = 1 << 30
 # without FBGEMM, rows x weights from which oneDNN's int8 product beats the float32 one
 # (2026-11-25: the output layer from 64 rows, 768 x 256 and 1024 x 256 from 256 rows)
 _ONEDNN_ALONE_MIN_WORK = 1 << 25
