@@ -1,5 +1,5 @@
 """int8 linear layers at OPUS-MT's shapes, side by side: the float32 product (prepacked, as a
-float32 translator runs it), the int8 layer as it was until 2026-11-29 ("old int8": the float
+float32 translator runs it), the int8 layer as it was until 2026-12-07 ("old int8": the float
 product of the rounded weights below 2^25 rows x weights, oneDNN's int8 product above) and
 ``Int8Linear`` now ("new int8": FBGEMM's int8 product, oneDNN's from ``ONEDNN_MIN_WORK``).
 

@@ -19,7 +19,7 @@ work (rows x weights):
   PyTorch's compiler uses for x86 int8 models), each row rounded to [-127, 127] by its own
   scale (stored as uint8 around 128); its weights are laid out at the first such call.
 
-Measured 2026-11-29 on an AVX-512 VNNI EPYC (``benchmarks/kernels/int8_linear.py``, one
+Measured 2026-12-07 on an AVX-512 VNNI EPYC (``benchmarks/kernels/int8_linear.py``, one
 thread, the machine shared): FBGEMM 2.4-8x the float32 product of the same rounded weights
 at 1-4 rows and 2.4-4.5x at 64 (the 512 x 59,514 output layer at one row: 2.4 ms against 20),
 where oneDNN's call with the quantizing around it reached 0.5-3.3x; oneDNN ahead from about
@@ -63,7 +63,7 @@ _TINY = torch.finfo(torch.float32).tiny
 # rows x weights from which a call runs an int8 product (where it is exact): every call,
 # FBGEMM's being faster than the float32 product at every layer and row count measured
 INT8_MIN_WORK = 1
-# rows x weights from which oneDNN's int8 product replaces FBGEMM's (2026-11-29, one
+# rows x weights from which oneDNN's int8 product replaces FBGEMM's (2026-12-07, one
 # thread: the output layer at 4 rows 7.2 ms oneDNN, 4.6 FBGEMM; at 64 rows 35 against 41;
 # 256 rows: 296 against 383; 1024 x 2048 FFN rows 22 against 27 ms)
 ONEDNN_MIN_WORK = 1 << 30
