@@ -212,12 +212,13 @@ def test_multihead_heads_cover_different_ranges():
     # 40 sentences (500 shufflings of the head labels) gives p < 0.01 (measured 0.002, the
     # smallest possible). A freshly initialised model's heads already differ a little: the
     # trained spread minus the fresh one, paired per seed, is positive over the seeds
-    assert len(v["head_range_spread"]) == 5 and min(v["head_range_spread"]) > 0.5
+    n = len(v["head_range_spread"])
+    assert n >= 5 and min(v["head_range_spread"]) > 0.5
     assert all(p < 0.01 for p in r["p"].values())
     s = v["head_range_over_untrained"]
-    assert s["n"] == 5 and supports(s)
+    assert s["n"] == n and supports(s)
     assert s["mean"] == pytest.approx(
-        sum(v["head_range_spread"]) / 5 - sum(r["spread_untrained"].values()) / 5
+        sum(v["head_range_spread"]) / n - sum(r["spread_untrained"].values()) / n
     )
 
 
@@ -265,16 +266,16 @@ def test_rope_rotation_is_the_sinusoidal_offset_map():
 
 def test_extrapolation_alibi_holds_learned_stops():
     v = result("extrapolation").values
-    assert v["context"] == 32 and v["seeds_per_scheme"]["rope"] == 5
+    assert v["context"] == 32 and v["seeds_per_scheme"]["rope"] >= 5
     ratios = v["ratio_4x"]
     # 5 seeds (small size): ALiBi's 4x/1x ratio stays below 1.15 in every seed (measured
     # 1.02-1.05), RoPE's is above it in every seed (1.22-1.64); over the seeds, RoPE's minus
     # ALiBi's: sign test and t interval (mean 0.38, interval 0.18 to 0.59)
-    assert len(ratios["alibi"]) == len(ratios["rope"]) == 5
+    assert len(ratios["alibi"]) == len(ratios["rope"]) == v["seeds_per_scheme"]["rope"]
     assert all(r < 1.15 for r in ratios["alibi"])
     assert all(r > a for r, a in zip(ratios["rope"], ratios["alibi"], strict=True))
     s = v["rope_vs_alibi"]
-    assert s["n"] == 5 and supports(s) and s["mean"] > 0.2
+    assert s["n"] == len(ratios["rope"]) and supports(s) and s["mean"] > 0.2
     assert s["min"] == min(r - a for r, a in zip(ratios["rope"], ratios["alibi"]))
     # learned positions: the model refuses 2x and 4x (a ValueError), every seed, while it
     # runs at 1x; the other schemes run at every length
@@ -345,13 +346,15 @@ def test_norms_layernorm_speeds_convergence():
     # 5 seeds, each variant at its best of 5 learning rates, 100 SGD steps: LayerNorm ends
     # lower in every seed, by more than 5x (log ratio > log 5; measured min 2.46, 12x), and
     # over the seeds (sign test and t interval); the plain net has barely moved from its
-    # start, LayerNorm's loss fell below a fifth
+    # start (median over the seeds), LayerNorm's loss fell below a fifth in every seed
     s = c["log_ratio"]
-    assert s["agree"] == s["n"] == 5 and supports(s) and s["min"] > math.log(5)
+    assert s["agree"] == s["n"] == len(c["plain"]) >= 5
+    assert supports(s) and s["min"] > math.log(5)
     assert s["mean"] == pytest.approx(
-        sum(math.log(a / b) for a, b in zip(c["plain"], c["layernorm"])) / 5
+        sum(math.log(a / b) for a, b in zip(c["plain"], c["layernorm"])) / s["n"]
     )
-    assert all(f > 0.5 * s0 for f, s0 in zip(c["plain"], c["start"]["plain"]))
+    moved = sorted(f / s0 for f, s0 in zip(c["plain"], c["start"]["plain"]))
+    assert moved[len(moved) // 2] > 0.5  # the median (at full size 2 of 10 seeds go lower)
     assert all(f < 0.2 * s0 for f, s0 in zip(c["layernorm"], c["start"]["layernorm"]))
 
 
@@ -371,12 +374,13 @@ def test_gates_update_serves_long_range_reset_not_needed_short():
     long, short = a["loss"]["long"], a["loss"]["short"]
     # 5 seeds: with the update gate (full, or without the reset gate) the first input is
     # recalled after 12 steps (loss/Var < 0.1; measured at most 0.031), without it not
-    # (> 0.5; measured 1.01 = guessing), in every seed; the paired log ratio no update / full
-    # is > log 10 in every seed (measured min 4.4, i.e. 80x), and over the seeds
-    assert len(long["full"]) == 5 and max(long["full"]) < 0.1 and max(long["no reset"]) < 0.1
+    # (> 0.5; measured 1.01 = guessing), in every seed (at full size the variant without it
+    # fails in 6 of 8 seeds: the claim says so); the paired log ratio no update / full is
+    # > log 10 in every seed (measured min 4.4, i.e. 80x; full size 3.0), and over the seeds
+    assert len(long["full"]) >= 5 and max(long["full"]) < 0.1 and max(long["no reset"]) < 0.1
     assert min(long["no update"]) > 0.5
     gap = a["long_no_update_over_full"]
-    assert gap["n"] == 5 and supports(gap) and gap["min"] > math.log(10)
+    assert gap["n"] == len(long["full"]) and supports(gap) and gap["min"] > math.log(10)
     # the short-range task needs neither gate: every variant learns it (loss/Var < 0.05),
     # the one without a reset gate included -- the chapter's reset claim does not show here
     assert all(max(losses) < 0.05 for losses in short.values())
@@ -405,15 +409,16 @@ def test_bptt_sequential_sampling_ends_lower_than_random():
 
 def test_bptt_clipping_prevents_divergence():
     c = result("bptt").values["clipping"]
-    n = 6
+    n = len(c["final"]["none"][0])  # seeds
     # with clipping no run diverges at any learning rate, and each ends below half its
     # first loss; without it every seed diverges at the largest lr, none at the smallest;
-    # at the largest lr, log(final loss without / with clipping) over the seeds
+    # at the largest lr clipping prevents the divergence in every seed: a binary outcome per
+    # seed, its sign test (1/64 with 6 seeds)
     assert c["diverged"]["clipped"] == [0, 0, 0]
     assert all(r < 0.5 for rs in c["final_over_start"]["clipped"] for r in rs)
     assert c["diverged"]["none"][0] == 0 and c["diverged"]["none"][-1] == n
-    gain = c["gain_at_largest_lr"]
-    assert gain["n"] == n and supports(gain) and gain["min"] > math.log(2)
+    prevented = c["prevented_at_largest_lr"]
+    assert prevented["agree"] == prevented["n"] == n and prevented["p_no_effect"] <= 0.05
 
 
 def test_autoregressive_degrades_with_k():
