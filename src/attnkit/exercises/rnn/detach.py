@@ -15,6 +15,7 @@ from attnkit.data.lm import seq_data_iter_sequential
 from attnkit.exercises.rnn.lm import char_data, reference_size
 from attnkit.tour.base import TopicResult, seed_summary, topic
 from attnkit.tour.cost import count_ops
+from attnkit.tour.stats import sign_test
 
 __all__ = ["undetached_state"]
 
@@ -164,7 +165,7 @@ def undetached_state(*, small: bool = False, seed: int = 0) -> TopicResult:
     detach: held-out perplexity, and how much gradient crosses the minibatch boundary."""
     size = reference_size(small)
     H, T, B = size["num_hiddens"], size["num_steps"], size["batch_size"]
-    n_batches, steps, n_seeds = (6, 40, 2) if small else (16, 150, 5)
+    n_batches, steps, n_seeds = (6, 40, 2) if small else (16, 120, 5)
     name, train, held, vocab = char_data(small, 30000)
     per_row = len(train) // B
     rows = train[: B * per_row].reshape(B, per_row)  # row b continues itself across batches
@@ -218,6 +219,7 @@ def undetached_state(*, small: bool = False, seed: int = 0) -> TopicResult:
         "perplexity_detached": ppl_d, "perplexity_not_detached": ppl_u,
         "perplexity_change": change,
         "not_detached_lower": sum(b < a for a, b in zip(ppl_d, ppl_u)),
+        "not_detached_lower_sign_test": sign_test(sum(b < a for a, b in zip(ppl_d, ppl_u)), n_seeds),
         "perplexity_change_relative": max(abs(change["low"]), abs(change["high"]))
         / (sum(ppl_d) / len(ppl_d)),
         "crossing_share_mean": sum(share) / len(share), "crossing_share_max": max(share),
