@@ -224,8 +224,8 @@ REVERSALS = [
      "the efficient form and the definition swapped",
      "test_11_3_1_distance_attention_from_key_norms"),
     ("1.0/11.3.3", "exercises/attention/cost.py",
-     "q, k, v = torch.randn(b, n, d), torch.randn(b, m, d), torch.randn(b, m, dv)",
-     "q, k, v = torch.randn(b, n, dv), torch.randn(b, m, dv), torch.randn(b, m, d)",
-     "the query-key width and the value width swapped",
+     "sizes = [base] + [{**base, key: base[key] * 2} for key in doublings]",
+     "sizes = [base] + [{**base, key: base[key] // 2} for key in doublings]",
+     "each size halved instead of doubled",
      "test_11_3_3_attention_flops_formula"),
 ]  # fmt: skip
