@@ -129,3 +129,18 @@ def test_the_answer_books_are_what_their_record_renders():
     for saved in record["exercises"].values():
         for figure in saved["figures"]:
             assert (REPO / "docs" / "exercises" / figure).is_file(), figure
+
+
+def test_seed_summaries_written_in_english_read_in_chinese():
+    """The record keeps an experiment's seed summaries in English; the Chinese book
+    turns each of describe_seeds' three forms into Chinese."""
+    from attnkit.exercises.glossary import to_zh
+    from attnkit.tour.stats import describe_seeds, seed_summary
+
+    forms = [describe_seeds(seed_summary(d), " nats") for d in ([1.0, 2.0, 4.0], [0.5] * 5)]
+    text = to_zh(" and ".join(forms))
+    assert text == (
+        "3/3个种子（差值均值2.33奈特，标准差1.5，最小1；均值的95%区间为-1.46到6.13（t分布）；"
+        "符号检验p = 0.12；新种子方向相反的概率为0.16（t预测分布）） and "
+        "5/5个种子（每个差值都是0.5奈特，没有离散；符号检验p = 0.031）"
+    )

@@ -155,6 +155,8 @@ def test_seed_summary_and_its_words():
     assert describe_seeds(s).startswith("3/3 seeds (difference mean 2")
     assert "sign test p = 0.12" in describe_seeds(s) and "-0.484 to 4.48" in describe_seeds(s)
     assert describe_seeds(seed_summary([0.5])) == "1/1 seeds (difference 0.5; one seed: no test)"
+    same = describe_seeds(seed_summary([1.0] * 5))
+    assert same == "5/5 seeds (every difference 1, no spread; sign test p = 0.031)"
     for bad in ([], [1.0, math.nan], ["1"], [True]):
         with pytest.raises(ValueError, match="diffs must be a non-empty list of finite numbers"):
             seed_summary(bad)

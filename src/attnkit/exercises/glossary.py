@@ -40,6 +40,10 @@ _SEEDS = re.compile(
     r"(\d+)% interval for the mean (\S+) to (\S+) \(t\); sign test p = ([^;]+); a new seed "
     r"disagrees with chance (\S+) \(t predictive\)\)"
 )
+_SEEDS_SAME = re.compile(
+    r"(\d+)/(\d+) seeds \(every difference (\S+?)(?: ([A-Za-z]+))?, no spread; sign test "
+    r"p = ([^)]+)\)"
+)
 _UNITS = {"nats": "奈特"}
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # d2l-zh puts no space between a Chinese character and Latin text or a digit
@@ -55,6 +59,12 @@ def _seeds(m: re.Match) -> str:
     )
 
 
+def _seeds_same(m: re.Match) -> str:
+    agree, n, mean, unit, p = m.groups()
+    unit = _UNITS.get(unit, f" {unit}") if unit else ""
+    return f"{agree}/{n}个种子（每个差值都是{mean}{unit}，没有离散；符号检验p = {p}）"
+
+
 def to_zh(text: str) -> str:
     """``text`` with every known phrase and seed summary in Chinese, and spaced as d2l-zh
     writes (no space between a Chinese character and Latin text or a digit: a Chinese value
@@ -62,7 +72,7 @@ def to_zh(text: str) -> str:
     for english in sorted(PHRASES, key=len, reverse=True):
         text = text.replace(english, PHRASES[english])
     text = _PAIRS.sub(lambda m: f"（{m.group(1)}对用于训练）", text)
-    return _SPACE.sub("", _SEEDS.sub(_seeds, text))
+    return _SPACE.sub("", _SEEDS_SAME.sub(_seeds_same, _SEEDS.sub(_seeds, text)))
 
 
 def data_label(name: str) -> str:

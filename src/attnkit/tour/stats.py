@@ -126,6 +126,12 @@ def describe_seeds(s: dict, unit: str = "") -> str:
         return _("{agree}/{n} seeds (difference {mean:.3g}{unit}; one seed: no test)").format(
             agree=s["agree"], n=s["n"], mean=s["mean"], unit=unit
         )
+    if s["sd"] == 0:  # every seed the same: a t interval or predictive says nothing
+        return _(
+            "{agree}/{n} seeds (every difference {mean:.3g}{unit}, no spread; sign test "
+            "p = {p_no_effect:.2g})"
+        ).format(agree=s["agree"], n=s["n"], mean=s["mean"], unit=unit,
+                 p_no_effect=s["p_no_effect"])  # fmt: skip
     return _(
         "{agree}/{n} seeds (difference mean {mean:.3g}{unit}, sd {sd:.2g}, min {min:.3g}; "
         "{level:.0%} interval for the mean {low:.3g} to {high:.3g} (t); sign test "
