@@ -192,6 +192,9 @@ def test_first_rows_is_the_layer_of_its_first_output_rows():
         torch.testing.assert_close(head(x), layer(x)[:, :16], rtol=1e-6, atol=1e-6)
     layer.load_state_dict(Int8Linear(nn.Linear(16, 48)).state_dict())
     assert layer.first_rows(16) is not head  # made again from the loaded weights
+    for bad in (0, 49):
+        with pytest.raises(ValueError, match=rf"rows must be an int in \[1, 48\], got {bad}"):
+            layer.first_rows(bad)
 
 
 def test_copies_and_pickles_work_and_give_the_same_outputs():

@@ -240,3 +240,16 @@ def test_fit_window_net_trains_and_rejects_bad_sizes():
         fit_window_net(net, features, labels, 8, 0, g)
     with pytest.raises(ValueError, match="features must have 2 dims"):
         fit_window_net(net, features[:, 0], labels, 8, 1, g)
+
+
+def test_stats_refuse_bad_input_naming_the_argument():
+    from attnkit.tour.stats import seeds_for, sign_test, supports
+
+    with pytest.raises(ValueError, match=r"agree must be an int in \[0, 3\], got 4"):
+        sign_test(4, 3)
+    with pytest.raises(ValueError, match="n must be a positive int, got 0"):
+        sign_test(0, 0)
+    with pytest.raises(ValueError, match=r"alpha must be a finite number > 0 and < 1, got 1\.5"):
+        seeds_for(1.5)
+    with pytest.raises(TypeError, match="s must be a seed_summary dict, got list"):
+        supports([1.0, 2.0])

@@ -46,6 +46,7 @@ import warnings
 import torch
 from torch import Tensor, nn
 
+from attnkit._validate import integer
 from attnkit.i18n import _
 from attnkit.inference import prepacked
 
@@ -162,6 +163,7 @@ class Int8Linear(nn.Module):
         first D rows of the fused W_qkv (``models/transformer_step.py``)."""
         layer = self._first_rows.get(rows)
         if layer is None:
+            integer("rows", rows, minimum=1, maximum=self.out_features)
             linear = nn.Linear(self.in_features, rows, bias=self.bias is not None)
             with torch.no_grad():
                 linear.weight.copy_(self.weight[:rows])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 
+from attnkit._validate import integer, real
 from attnkit.i18n import _
 
 __all__ = [
@@ -74,11 +75,14 @@ def t_quantile(p: float, dof: int) -> float:
 
 def sign_test(agree: int, n: int) -> float:
     """The exact one-sided sign test: P(at least ``agree`` of ``n`` fair coins land heads)."""
+    n = integer("n", n, minimum=1)
+    agree = integer("agree", agree, minimum=0, maximum=n)
     return sum(math.comb(n, k) for k in range(agree, n + 1)) / 2**n
 
 
 def seeds_for(alpha: float = 0.05) -> int:
     """The fewest seeds whose unanimous agreement the sign test puts at ``alpha`` or below."""
+    alpha = real("alpha", alpha, above=0, below=1)
     return math.ceil(math.log2(1 / alpha))
 
 
@@ -114,6 +118,11 @@ def seed_summary(diffs: list[float], level: float = 0.95) -> dict[str, float]:
 def supports(s: dict, alpha: float = 0.05) -> bool:
     """Whether a ``seed_summary`` supports "the difference is positive": the sign test at
     ``alpha`` and the t interval above 0 (which needs at least ``seeds_for(alpha)`` seeds)."""
+    if not isinstance(s, dict) or not {"p_no_effect", "low"} <= s.keys():
+        raise TypeError(
+            _("s must be a seed_summary dict, got {type}").format(type=type(s).__name__)
+        )
+    alpha = real("alpha", alpha, above=0, below=1)
     return s["p_no_effect"] <= alpha and s["low"] is not None and s["low"] > 0
 
 
