@@ -28,7 +28,7 @@ def main() -> None:
                       ("ATTNKIT_FRA", SHARED / "fra-eng" / "fra.txt")):  # fmt: skip
         if path.is_file():
             os.environ.setdefault(env, str(path))
-    from attnkit.exercises import find_exercise
+    from attnkit.exercises import exercises, find_exercise
     from attnkit.exercises.book import rerender_book, run_all
     from attnkit.exercises.run import json_ready
     from attnkit.i18n import use_language
@@ -39,8 +39,6 @@ def main() -> None:
     chosen = [find_exercise(k, "1.0" if k.startswith("1.0/") else "0.17") for k in args.keys]
     # every exercise sharing a chosen one's experiment is refreshed with it
     chosen_refs = {e.experiment for e in chosen}
-    from attnkit.exercises import exercises
-
     every = exercises("0.17") + [e for e in exercises("1.0") if e.id is None]
     chosen = [e for e in every if e.experiment in chosen_refs or e in chosen]
     with use_language("en"):
