@@ -271,3 +271,58 @@ def test_the_commands_take_int8(checkpoint, capsys):
     argv = ["translate", "eval", "--checkpoint", str(checkpoint), "--int8", "--limit", "10"]
     assert main([*argv, "--examples", "0"]) == 0
     assert ", int8)" in capsys.readouterr().out
+
+
+def test_rows_is_the_layer_of_the_chosen_output_rows_without_rounding_again():
+    """A vocabulary shortlist keeps the output layer's rows of its words, in their order."""
+    layer = Int8Linear(nn.Linear(16, 40))
+    ids = torch.tensor([39, 0, 7, 8, 21])
+    part = layer.rows(ids)
+    assert part.out_features == 5 and part.in_features == 16
+    assert torch.equal(part.weight_int8, layer.weight_int8[ids])
+    assert torch.equal(part.scale, layer.scale[ids]) and torch.equal(part.bias, layer.bias[ids])
+    x = torch.randn(6, 16)
+    with torch.no_grad(), _int8_product_from(0):
+        torch.testing.assert_close(part(x), layer(x)[:, ids], rtol=1e-6, atol=1e-6)
+    with pytest.raises(
+        ValueError, match=r"ids must be output rows in \[0, 40\), got ids in \[3, 40\]"
+    ):
+        layer.rows(torch.tensor([3, 40]))
+    with pytest.raises(TypeError, match=r"ids must be a \(K,\) long tensor, got torch\.int32"):
+        layer.rows(torch.tensor([1, 2], dtype=torch.int32))
+    with pytest.raises(TypeError, match=r"ids must be a \(K,\) long tensor, got list"):
+        layer.rows([1, 2])
+
+
+def test_a_tied_output_layer_runs_in_int8_and_training_in_float():
+    """DecoderLM's logits h Eᵀ by its embedding: int8 in inference (within the rounding
+    bound of E's int8 rows), F.linear on the float table in training."""
+    from attnkit.models.decoder_lm import DecoderLM, DecoderLMConfig
+
+    torch.manual_seed(0)
+    model = DecoderLM(DecoderLMConfig(vocab_size=300, d_model=32, num_heads=4, num_layers=1,
+                                      context_length=16)).eval()  # fmt: skip
+    ids = torch.randint(0, 300, (3, 7))
+    with torch.no_grad():
+        want = model(ids)
+    replaced = quantize_int8(model)
+    assert isinstance(model.output_layout, int8.Int8WeightLayout)
+    assert replaced == 1 + sum(isinstance(m, Int8Linear) for m in model.modules())
+    h = torch.randn(5, 32)
+    E = model.embedding.weight
+    with torch.no_grad(), _int8_product_from(0):
+        got = model._logits(h)
+        layer = model.output_layout._layer
+        assert torch.equal(layer.weight_int8, Int8Linear.of_weight(E).weight_int8)
+        assert ((got.double() - h.double() @ E.double().t()).abs() <= _bound(layer, h, E)).all()
+        logits = model(ids)
+    # the whole model: every product rounded, the logits within 3% of float32's (norm)
+    assert float((logits - want).norm() / want.norm()) < 0.03
+    model.train()
+    torch.testing.assert_close(model._logits(h), F.linear(h, E), rtol=0, atol=0)
+    with torch.no_grad():
+        E.mul_(2)  # a changed table: its int8 layer is made again
+        model.eval()
+        torch.testing.assert_close(
+            model._logits(h), F.linear(h, E), rtol=0.05, atol=0.05 * float(h.abs().max())
+        )

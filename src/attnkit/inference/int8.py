@@ -44,6 +44,7 @@ import math
 import warnings
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit._validate import integer
@@ -54,6 +55,7 @@ __all__ = [
     "INT8_MIN_WORK",
     "ONEDNN_MIN_WORK",
     "Int8Linear",
+    "Int8WeightLayout",
     "available",
     "exact_int8_product",
     "quantize_int8",
@@ -136,17 +138,51 @@ class Int8Linear(nn.Module):
             message = _("linear must be a torch.nn.Linear, got {type}")
             raise TypeError(message.format(type=type(linear).__name__))
         w = linear.weight.detach().to("cpu", torch.float32)  # (D_out, D_in)
-        self.in_features, self.out_features = linear.in_features, linear.out_features
         scale = w.abs().amax(dim=1).clamp_min(_TINY) / 127  # (D_out,)
         q = torch.round(w / scale[:, None]).clamp_(-127, 127).to(torch.int8)  # (D_out, D_in)
-        self.register_buffer("weight_int8", q)
+        bias = None if linear.bias is None else linear.bias.detach().to("cpu", torch.float32)
+        self._hold(q, scale, bias)
+
+    def _hold(self, weight_int8: Tensor, scale: Tensor, bias: Tensor | None) -> None:
+        """Keep int8 weights (D_out, D_in), their scales (D_out,) and a bias (D_out,) or None."""
+        self.out_features, self.in_features = weight_int8.shape
+        self.register_buffer("weight_int8", weight_int8)
         self.register_buffer("scale", scale)
         self.register_buffer("weight", None, persistent=False)  # set by _pack
-        bias = None if linear.bias is None else linear.bias.detach().to("cpu", torch.float32)
         self.register_buffer("bias", bias)
         self._zero_points = torch.zeros(self.out_features, dtype=torch.long)
         self._pack()
         self.register_load_state_dict_post_hook(_after_load)
+
+    @classmethod
+    def of_weight(cls, weight: Tensor, bias: Tensor | None = None) -> Int8Linear:
+        """The int8 layer of a weight (D_out, D_in) and bias (D_out,) that no ``nn.Linear``
+        owns (a tied output layer: an embedding table)."""
+        linear = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None, device="meta")
+        linear.weight = nn.Parameter(weight.detach(), requires_grad=False)
+        if bias is not None:
+            linear.bias = nn.Parameter(bias.detach(), requires_grad=False)
+        return cls(linear)
+
+    def rows(self, ids: Tensor) -> Int8Linear:
+        """The layer of the output rows ``ids`` (K,) long, in that order: the same int8
+        weights, scales and bias (not rounded again), its kernels packed anew. A vocabulary
+        shortlist keeps the output layer's rows of its words."""
+        if not isinstance(ids, Tensor) or ids.dim() != 1 or ids.dtype != torch.long:
+            message = _("ids must be a (K,) long tensor, got {what}")
+            what = tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__
+            raise TypeError(message.format(what=what if not isinstance(ids, Tensor) or
+                                           ids.dim() != 1 else ids.dtype))  # fmt: skip
+        if ids.numel() and not 0 <= int(ids.min()) <= int(ids.max()) < self.out_features:
+            message = _("ids must be output rows in [0, {rows}), got ids in [{lo}, {hi}]")
+            raise ValueError(
+                message.format(rows=self.out_features, lo=int(ids.min()), hi=int(ids.max()))
+            )
+        layer = Int8Linear.__new__(Int8Linear)
+        nn.Module.__init__(layer)
+        bias = None if self.bias is None else self.bias[ids]
+        layer._hold(self.weight_int8[ids], self.scale[ids], bias)
+        return layer
 
     def _pack(self) -> None:
         """What follows from ``weight_int8`` and ``scale``: the dequantized weight and the
@@ -154,7 +190,7 @@ class Int8Linear(nn.Module):
         self.weight = self.weight_int8.float() * self.scale[:, None]  # (D_out, D_in)
         self._fbgemm = _fbgemm_pack(self.weight_int8, self.scale)  # or None
         self._packed = None  # oneDNN's int8 layout, made by _onednn_product
-        self._float_packed = prepacked.pack_weight(self.weight)  # float32 layout, or None
+        self._float_packed: Tensor | bool | None = False  # float32 layout: at the first float call
         self._first_rows: dict[int, Int8Linear] = {}  # made by first_rows
 
     def first_rows(self, rows: int) -> Int8Linear:
@@ -164,12 +200,7 @@ class Int8Linear(nn.Module):
         layer = self._first_rows.get(rows)
         if layer is None:
             integer("rows", rows, minimum=1, maximum=self.out_features)
-            linear = nn.Linear(self.in_features, rows, bias=self.bias is not None)
-            with torch.no_grad():
-                linear.weight.copy_(self.weight[:rows])
-                if self.bias is not None:
-                    linear.bias.copy_(self.bias[:rows])
-            layer = self._first_rows[rows] = Int8Linear(linear)
+            layer = self._first_rows[rows] = self.rows(torch.arange(rows))
         return layer
 
     def kernel(self, rows: int) -> str:
@@ -198,6 +229,8 @@ class Int8Linear(nn.Module):
         elif kernel == "onednn":
             out = self._onednn_product(x)
         else:
+            if self._float_packed is False:
+                self._float_packed = prepacked.pack_weight(self.weight)  # or None
             out = prepacked.linear(x, self.weight, self._float_packed, self.bias)
         return out.reshape(*input.shape[:-1], self.out_features)  # (..., D_out)
 
@@ -233,7 +266,8 @@ class Int8Linear(nn.Module):
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)  # the packed weights are made again on loading
-        state["_packed"] = state["_float_packed"] = state["_fbgemm"] = None
+        state["_packed"] = state["_fbgemm"] = None
+        state["_float_packed"] = False
         state["_first_rows"] = {}
         return state
 
@@ -246,10 +280,46 @@ def _after_load(module: Int8Linear, incompatible_keys) -> None:
     module._pack()  # a module-level function: the layer stays picklable
 
 
+class Int8WeightLayout:
+    """The int8 counterpart of ``prepacked.WeightLayout``: a weight a module multiplies by
+    without owning it as an ``nn.Linear`` (``DecoderLM``'s tied logits ``h Eᵀ``), held as an
+    :class:`Int8Linear` of it, made at the first inference call and again whenever the weight
+    changes. Training runs ``F.linear`` on the float weight."""
+
+    def __init__(self) -> None:
+        self._layer: Int8Linear | None = None
+        self._key: tuple | None = None  # which weight (and version) the layer was made from
+
+    def linear(
+        self, x: Tensor, weight: Tensor, bias: Tensor | None = None, *, training: bool = False
+    ) -> Tensor:
+        """x (..., D_in) float32 -> (..., D_out) by weight (D_out, D_in), in int8 outside
+        training, autograd and autocast; ``F.linear`` otherwise."""
+        if (
+            training
+            or (torch.is_grad_enabled() and (weight.requires_grad or x.requires_grad))
+            or torch.is_autocast_enabled("cpu")
+            or x.dtype != torch.float32
+            or x.device.type != "cpu"
+        ):
+            return F.linear(x, weight, bias)
+        key = (prepacked.weight_key(weight), None if bias is None else prepacked.weight_key(bias))
+        if key != self._key:
+            self._layer, self._key = Int8Linear.of_weight(weight, bias), key
+        return self._layer(x)
+
+    def __getstate__(self) -> dict:
+        return {"_layer": None, "_key": None}  # made again at the next call
+
+    def __repr__(self) -> str:
+        return "Int8WeightLayout()"
+
+
 def quantize_int8(model: nn.Module) -> int:
     """Replace every ``nn.Linear`` inside ``model`` (``PrepackedLinear`` included) by an
-    :class:`Int8Linear`, in place, and put the model in eval mode; returns how many were
-    replaced. Inference only: the int8 weights take no gradient.
+    :class:`Int8Linear`, and give every module whose class declares ``output_layout`` (a
+    tied output layer) an :class:`Int8WeightLayout`, in place; put the model in eval mode;
+    returns how many layers became int8. Inference only: the int8 weights take no gradient.
 
     Raises:
         TypeError: ``model`` is not an ``nn.Module``.
@@ -271,5 +341,9 @@ def quantize_int8(model: nn.Module) -> int:
         message = _("model must be on the CPU for int8, got parameters on {devices}")
         raise ValueError(message.format(devices=sorted(devices)))
     replaced = prepacked.replace_linears(model, Int8Linear)
+    for module in model.modules():  # tied output layers (DecoderLM's logits by E)
+        if hasattr(type(module), "output_layout"):
+            module.output_layout = Int8WeightLayout()
+            replaced += 1
     model.eval()
     return replaced

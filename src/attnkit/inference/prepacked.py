@@ -49,6 +49,7 @@ __all__ = [
     "pack_weight",
     "prepack_linears",
     "replace_linears",
+    "weight_key",
 ]
 
 _DTYPES = (torch.float32, torch.bfloat16)
@@ -172,7 +173,7 @@ class PrepackedLinear(nn.Linear):
         in-place update bumps its version (``load_state_dict``, an optimizer step), ``.to``
         gives a new tensor. A write through ``.data`` in eval mode does not show: call
         ``train()``/``eval()`` after one."""
-        key = _weight_key(weight)
+        key = weight_key(weight)
         if key != self._packed_key:
             self._packed = _reorder(weight)
             self._packed_key = key
@@ -206,7 +207,7 @@ class WeightLayout:
             if training:
                 self._packed, self._key = None, None
             return F.linear(x, weight, bias)
-        key = _weight_key(weight)
+        key = weight_key(weight)
         if key != self._key:
             self._packed, self._key = _reorder(weight), key
         return _LINEAR(x, self._packed, bias, "none", [], "")
@@ -235,7 +236,7 @@ def _packable(input: Tensor, weight: Tensor, bias: Tensor | None) -> bool:
     )
 
 
-def _weight_key(weight: Tensor) -> tuple:
+def weight_key(weight: Tensor) -> tuple:
     """What a layout was made from: the storage, its version (in-place writes bump it;
     tensors made in inference mode have none), dtype and shape."""
     version = None if weight.is_inference() else weight._version
