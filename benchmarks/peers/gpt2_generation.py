@@ -1,9 +1,10 @@
 """Generation at GPT-2 small's size on identical weights: attnkit's ``DecoderLM`` (key/value
-cache) against Hugging Face ``generate`` (its cache) and nanoGPT's formulation, greedy, batch
-1 and 16, new tokens/s with the token ids compared to attnkit's.
+cache), in float32 and in int8 (``quantize_int8``, as ``attnkit lm generate --int8``),
+against Hugging Face ``generate`` (its cache), CTranslate2's ``Generator`` (float32 and int8)
+and nanoGPT's formulation, greedy, batch 1 and 16, new tokens/s with the token ids compared.
 
     python -m benchmarks.peers.gpt2_generation [--rounds 3] [--threads 2] [--prompt 16]
-        [--new 32] [--batches 1,16] [--no-nanogpt] [--quick]
+        [--new 32] [--batches 1,16] [--nanogpt-batches 1,16] [--profile] [--quick]
 
 One random-weight ``GPT2LMHeadModel`` (transformers' initialization, seed 0; 124 M
 parameters) is saved as a Hugging Face folder; attnkit reads it with
@@ -15,15 +16,25 @@ whole sequence for every new token (it has no cache), logits of the last positio
 Two departures from nanoGPT's file, both to give GPT-2's outputs: its MLP's ``nn.GELU()`` is
 GPT-2's tanh form here, and the next token is the argmax (nanoGPT samples).
 
+"attnkit int8" is a copy of attnkit's model with ``attnkit.inference.int8.quantize_int8``
+applied: every linear layer and the tied output layer (logits h E^T) in int8. "CT2 float32"
+and "CT2 int8" are the same HF model converted by CTranslate2's own GPT-2 loader
+(``benchmarks/peers/ct2_gpt2.py``; ``compute_type`` "float32" / "int8", ``intra_threads``
+= ``--threads``); they are skipped, with a line saying so, without ctranslate2.
+
 Every contender generates exactly ``--new`` tokens after prompts of ``--prompt`` random ids
 (one length, so no padding; HF's end-of-text stop is off). Interleaved rounds (harness);
-new tokens/s median [min-max] and attnkit's speed over each contender's, per round.
-Goal (issue 35): attnkit >= 1.5x HF in every row.
+new tokens/s median [min-max], attnkit's and attnkit int8's speed over each contender's,
+per round; "ids = attnkit's": how many sequences equal attnkit float32's; "ids = its
+float32's": an int8 contender's against its own float32 model's.
+Goals: attnkit >= 1.5x HF in every row (issue 35); attnkit int8 against HF and CT2 int8
+(issue 47).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 import tempfile
 from pathlib import Path
@@ -32,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from benchmarks.harness import interleaved_times, ratio_table, set_threads
+from benchmarks.harness import interleaved_times, ratio_table, round_ratios, set_threads, spread
 from benchmarks.peers.real_sizes import GPT2_SMALL, equal_rows, hf_gpt2
 
 
@@ -123,32 +134,55 @@ class GPT(nn.Module):
         return idx
 
 
-def contenders(ours, hf, nano, prompts: torch.Tensor, new: int) -> dict:
-    """name -> a function generating ``new`` ids after ``prompts`` (B, P): B lists of ids."""
+def contenders(ours, ours_int8, hf, ct2, nano, prompts: torch.Tensor, new: int) -> dict:
+    """name -> a function generating ``new`` ids after ``prompts`` (B, P): B lists of ids.
+    ``ct2``: (tokens, {compute type: Generator}) or None."""
     from attnkit.inference.generation import generate_ids
 
     P = prompts.shape[1]
     mask = torch.ones_like(prompts)
     fns = {
         "attnkit": lambda: generate_ids(ours, prompts, max_new_tokens=new),
+        "attnkit int8": lambda: generate_ids(ours_int8, prompts, max_new_tokens=new),
         "HF generate": lambda: hf.generate(
             prompts, attention_mask=mask, max_new_tokens=new, do_sample=False, pad_token_id=0
         )[:, P:].tolist(),
     }
+    if ct2 is not None:
+        from benchmarks.peers.ct2_gpt2 import ct2_generate
+
+        tokens, generators = ct2
+        for ct, generator in generators.items():
+            fns[f"CT2 {ct}"] = ct2_generate(generator, tokens, prompts, new)
     if nano is not None:
         fns["nanoGPT (no cache)"] = lambda: nano.generate(prompts, new)[:, P:].tolist()
     return fns
 
 
 def profile_top(fns: dict, rows: int = 12) -> None:
-    """The top operators (self CPU time) of one call of attnkit and of HF."""
+    """The top operators (self CPU time) of one call of attnkit, attnkit int8 and HF."""
     from torch.profiler import ProfilerActivity, profile
 
-    for name in ("attnkit", "HF generate"):
+    for name in ("attnkit", "attnkit int8", "HF generate"):
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             fns[name]()
         print(f"\nprofile of one {name} call")
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
+
+
+def extra_cells(times: dict[str, list[float]], outputs: dict[str, list]) -> dict:
+    """Per contender: attnkit int8's speed over its, per round; its ids against attnkit
+    float32's; an int8 contender's ids against its own float32 model's ("-" otherwise)."""
+    over = round_ratios(times, "attnkit int8")  # attnkit int8's time / its
+    own = {"attnkit int8": "attnkit", "CT2 int8": "CT2 float32"}
+    return {
+        name: [
+            "1.00x" if name == "attnkit int8" else spread([1 / r for r in over[name]], "{:.2f}x"),
+            equal_rows(outputs["attnkit"], ids),
+            equal_rows(outputs[own[name]], ids) if own.get(name) in outputs else "-",
+        ]
+        for name, ids in outputs.items()
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--new", type=int, default=32, help="tokens generated per prompt")
     p.add_argument("--batches", default="1,16")
     p.add_argument("--nanogpt-batches", default="1,16", help="batches nanoGPT runs at (slowest)")
-    p.add_argument("--profile", action="store_true", help="top operators of attnkit's call")
+    p.add_argument("--profile", action="store_true", help="top operators of attnkit's calls")
     p.add_argument("--quick", action="store_true", help="1 round, 4 new tokens, batches 1,2")
     args = p.parse_args(argv)
     if args.quick:
@@ -168,31 +202,46 @@ def main(argv: list[str] | None = None) -> int:
     import transformers
 
     from attnkit.convert.gpt2 import gpt2_model
+    from attnkit.inference.int8 import quantize_int8
     from attnkit.inference.prepacked import prepack_linears
 
+    ct2, ct2_version = None, "not installed: CT2 contenders skipped"
     with tempfile.TemporaryDirectory(prefix="gpt2-size-") as tmp:
         hf = hf_gpt2(Path(tmp) / "hf")
         ours = gpt2_model(Path(tmp) / "hf")
+        try:
+            import ctranslate2
+        except ImportError:
+            print("ctranslate2 is not importable: CT2 float32 and CT2 int8 skipped")
+        else:
+            from benchmarks.peers.ct2_gpt2 import ct2_generators, ct2_gpt2
+
+            tokens = ct2_gpt2(hf, Path(tmp) / "ct2")
+            ct2 = tokens, ct2_generators(Path(tmp) / "ct2", args.threads)  # loaded: folder unused
+            ct2_version = ctranslate2.__version__
     prepack_linears(ours)
+    ours_int8 = copy.deepcopy(ours)
+    quantize_int8(ours_int8)
     hf.generation_config.eos_token_id = None  # exactly --new tokens, as the others
     nano = GPT.from_hf(hf)
     params = sum(p.numel() for p in ours.parameters())
     print(f"GPT-2 small shapes, random weights: {params:,} parameters; torch {torch.__version__}, "
-          f"transformers {transformers.__version__}, {args.threads} threads, {args.rounds} "
+          f"transformers {transformers.__version__}, ctranslate2 {ct2_version}, "
+          f"{args.threads} threads, {args.rounds} "
           f"interleaved rounds, prompts of {args.prompt} ids, {args.new} new tokens")  # fmt: skip
 
     for batch in [int(b) for b in args.batches.split(",")]:
         gen = torch.Generator().manual_seed(batch)
         prompts = torch.randint(0, GPT2_SMALL["vocab_size"], (batch, args.prompt), generator=gen)
         with_nano = str(batch) in args.nanogpt_batches.split(",")
-        fns = contenders(ours, hf, nano if with_nano else None, prompts, args.new)
+        fns = contenders(ours, ours_int8, hf, ct2, nano if with_nano else None, prompts, args.new)
         outputs = {name: fn() for name, fn in fns.items()}  # warm-up; the ids compared
         times = interleaved_times(fns, repeats=args.rounds, warmup=0)
         print(f"\nbatch {batch}: {batch} x {args.new} new tokens a round")
         ratio_table(
             times, "attnkit", unit="new tokens/s", shown=lambda t, n=batch * args.new: n / t,
-            extra={name: [equal_rows(outputs["attnkit"], ids)] for name, ids in outputs.items()},
-            extra_headers=["ids = attnkit's"],
+            extra=extra_cells(times, outputs), extra_headers=[
+                "attnkit int8 / it", "ids = attnkit's", "ids = its float32's"],
         )  # fmt: skip
         if args.profile:
             profile_top(fns)
