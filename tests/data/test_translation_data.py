@@ -312,7 +312,7 @@ def test_batching_errors():
 
 def _random_batches(data: TranslationData, budget: int) -> list[TranslationBatch]:
     """Baseline: shuffle the pairs and fill batches in that order under the same budget."""
-    src, tgt = data._encoded("train")
+    src, tgt = data.encoded("train")
     idx = list(range(len(src)))
     random.Random(0).shuffle(idx)
     groups, cur, ms, mt = [], [], 0, 0

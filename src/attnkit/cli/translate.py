@@ -132,6 +132,7 @@ def register(sub) -> None:
     e.add_argument("--max-len", type=int, default=None, metavar="N", help=_(MAX_LEN_HELP))
     e.add_argument("--device", default="cpu")
     e.add_argument("--int8", action="store_true", help=_(INT8_HELP))
+    e.add_argument("--shortlist", metavar="FILE", help=_(SHORTLIST_HELP))
     e.add_argument("--debug", action="store_true", help=_("show tracebacks"))
     e.set_defaults(func=run_eval)
 
@@ -156,6 +157,9 @@ def register(sub) -> None:
     from attnkit.cli.translate_contrast import register_contrast
 
     register_contrast(verbs)  # attnkit translate contrast --checkpoint DIR --pairs FILE.tsv
+    from attnkit.cli.translate_shortlist import register_shortlist
+
+    register_shortlist(verbs)  # attnkit translate shortlist --checkpoint DIR [--out FILE]
 
     r = verbs.add_parser("run", help=_("translate sentences with a checkpoint"))
     r.add_argument("--checkpoint", required=True, metavar="DIR")
@@ -201,10 +205,15 @@ def register(sub) -> None:
     )
     r.add_argument("--device", default="cpu")
     r.add_argument("--int8", action="store_true", help=_(INT8_HELP))
+    r.add_argument("--shortlist", metavar="FILE", help=_(SHORTLIST_HELP))
     r.add_argument("--debug", action="store_true", help=_("show tracebacks"))
     r.set_defaults(func=run_run)
 
 
+SHORTLIST_HELP = N_(
+    "decode over a vocabulary shortlist (a file of 'translate shortlist'): "
+    "the output layer computes only the words likely for each batch"
+)
 INT8_HELP = N_("linear layers in int8 (CPU): faster in batches, a few outputs change")
 MAX_LEN_HELP = N_("at most N new tokens, <eos> included (as transformers' max_new_tokens); "
                   "default: the model's length limit")  # fmt: skip

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from attnkit.i18n import _
 
-__all__ = ["check_device", "run_average", "run_eval", "run_run"]
+__all__ = ["check_device", "checkpoint_data", "run_average", "run_eval", "run_run"]
 
 
 # ----------------------------------------------------------------------------- average
@@ -39,10 +39,9 @@ def run_average(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from attnkit.data.translation import load_translation_data
-    from attnkit.data.translation_data import load_tokenizer
     from attnkit.inference.int8 import quantize_int8
     from attnkit.inference.loading import load_model
+    from attnkit.inference.shortlist import Shortlist
     from attnkit.inference.translator import Translator
 
     if args.limit is not None and args.limit < 1:
@@ -58,30 +57,18 @@ def run_eval(args: argparse.Namespace) -> int:
     model, cfg = load_model(args.checkpoint, args.device, prepack=not args.int8)
     if args.int8:
         quantize_int8(model)
-    data_args = dict(cfg.get("data_args") or {})
-    if args.data is not None:
-        data_args["data"] = args.data
-    record = cfg["data"].get("tokenizer")
-    imported = isinstance(record, dict) and record.get("kind") == "marian"
-    if record is not None:  # the checkpoint's subword models, as trained (or imported)
-        data_args["subword"] = load_tokenizer(cfg.get("folder", args.checkpoint), record)
-    if imported:  # an imported Marian model: its tokenizer on the given corpus
-        data_args.setdefault("tokenizer", "sentencepiece")
-        data_args.setdefault("max_len", cfg["data"]["max_len"])
-    data = load_translation_data(**data_args)
-    if not imported and json.loads(json.dumps(data.to_dict())) != cfg["data"]:
-        raise ValueError(
-            _("the data ({data}) does not give the vocabularies of checkpoint {checkpoint}; pass "
-              "the file it was trained on with --data")
-            .format(data=data_args.get("data") or _("generated"), checkpoint=args.checkpoint)
-        )  # fmt: skip
+    data = checkpoint_data(args.checkpoint, cfg, args.data)
     translator = Translator(model, data, model_config=cfg.get("model_config"), arch=cfg["arch"])
+    if args.shortlist is not None:
+        translator.shortlist = Shortlist.load(args.shortlist)
     ev = translator.evaluate(args.split, args.limit, beam=args.beam, max_len=args.max_len)
     for src, hyp, ref in list(zip(ev.sources, ev.hyps, ev.refs))[: args.examples]:
         print(_("{src} => {hyp}   (reference: {ref})").format(src=src, hyp=hyp, ref=ref))
     search = _("greedy") if args.beam is None else _("beam {k}").format(k=args.beam)
     if args.int8:
         search = _("{search}, int8").format(search=search)
+    if args.shortlist is not None:
+        search = _("{search}, shortlist").format(search=search)
     print(
         _("{split} BLEU {bleu:.2f}, chrF {chrf:.2f} on {n} sentences (arch {arch}, epoch {epoch}, "
           "step {step}, {search})")
@@ -90,6 +77,33 @@ def run_eval(args: argparse.Namespace) -> int:
     )  # fmt: skip
     print(_("sacreBLEU signature: {signature}").format(signature=ev.signature))
     return 0
+
+
+def checkpoint_data(checkpoint: str, cfg: dict, data_file: str | None):
+    """The ``TranslationData`` a checkpoint was trained with, splits included: the data
+    its config records (``data_file`` in place of the recorded file), its own subword
+    models; a clear error when they do not give the checkpoint's vocabularies."""
+    from attnkit.data.translation import load_translation_data
+    from attnkit.data.translation_data import load_tokenizer
+
+    data_args = dict(cfg.get("data_args") or {})
+    if data_file is not None:
+        data_args["data"] = data_file
+    record = cfg["data"].get("tokenizer")
+    imported = isinstance(record, dict) and record.get("kind") == "marian"
+    if record is not None:  # the checkpoint's subword models, as trained (or imported)
+        data_args["subword"] = load_tokenizer(cfg.get("folder", checkpoint), record)
+    if imported:  # an imported Marian model: its tokenizer on the given corpus
+        data_args.setdefault("tokenizer", "sentencepiece")
+        data_args.setdefault("max_len", cfg["data"]["max_len"])
+    data = load_translation_data(**data_args)
+    if not imported and json.loads(json.dumps(data.to_dict())) != cfg["data"]:
+        raise ValueError(
+            _("the data ({data}) does not give the vocabularies of checkpoint {checkpoint}; pass "
+              "the file it was trained on with --data")
+            .format(data=data_args.get("data") or _("generated"), checkpoint=checkpoint)
+        )  # fmt: skip
+    return data
 
 
 # ----------------------------------------------------------------------------- run
@@ -119,7 +133,9 @@ def run_run(args: argparse.Namespace) -> int:
             _("nothing to translate: give sentences as arguments or --input FILE (- for stdin)")
         )  # fmt: skip
     sentences = list(args.sentences) or _read_input(args.input)
-    translator = Translator.load(args.checkpoint, args.device, int8=args.int8)
+    translator = Translator.load(
+        args.checkpoint, args.device, int8=args.int8, shortlist=args.shortlist
+    )
     if heatmap is not None and not isinstance(translator.model.decoder, AttentionDecoder):
         raise ValueError(_("arch {arch} has no attention for --heatmap")
                          .format(arch=repr(translator.arch)))  # fmt: skip

@@ -109,7 +109,8 @@ class TranslationData:
     def split(self, name: str) -> list[Pair]:
         return getattr(self, one_of("split", name, ("train", "val", "test")))
 
-    def _encoded(self, name: str) -> tuple[list[list[int]], list[list[int]]]:
+    def encoded(self, name: str) -> tuple[list[list[int]], list[list[int]]]:
+        """The split ``name``'s source and target ids, each ending in ``<eos>`` (made once)."""
         if name not in self._cache:
             ids = self.special_ids
             eos_s, eos_t = ids["src_eos"], ids["eos"]
@@ -137,7 +138,7 @@ class TranslationData:
         batch per epoch; with ``world_size > 1`` each rank gets its rows of every global
         batch (see :func:`bucket_batches`).
         """
-        src, tgt = self._encoded(split)
+        src, tgt = self.encoded(split)
         lengths = [(len(s), len(t)) for s, t in zip(src, tgt)]
         groups = bucket_batches(
             lengths,

@@ -40,6 +40,7 @@ from torch import Tensor, nn
 from attnkit._validate import boolean, integer, positive_int, real
 from attnkit.i18n import _
 from attnkit.inference.eval_mode import evaluating
+from attnkit.inference.shortlist import OutputColumns, Shortlist
 from attnkit.models.seq2seq import EncoderDecoder
 
 __all__ = ["BeamHypothesis", "BeamSearch", "check_decode_inputs", "check_suppress"]
@@ -118,6 +119,8 @@ class BeamSearch:
             log-softmax, as Hugging Face's ``bad_words_ids``; Marian's pad).
         force_eos: at the last step, only ``<eos>`` continues a hypothesis, at no cost (its
             log-probability counted as 0, as transformers' ``forced_eos_token_id``).
+        shortlist: a :class:`~attnkit.inference.shortlist.Shortlist`: each batch searches
+            its shortlisted words only (the softmax renormalized over them).
 
     Shape:
         call: src (N, S) long, src_len (N,) -> N lists of k hypotheses.
@@ -136,6 +139,7 @@ class BeamSearch:
         *,
         suppress: tuple[int, ...] | list[int] = (),
         force_eos: bool = False,
+        shortlist: Shortlist | None = None,
     ) -> None:
         self.beam_size = positive_int("beam_size", beam_size)
         self.max_len = positive_int("max_len", max_len)
@@ -144,6 +148,10 @@ class BeamSearch:
         self.length_penalty = real("length_penalty", length_penalty, at_least=0.0)
         self.suppress = check_suppress(suppress, self.eos)
         self.force_eos = boolean("force_eos", force_eos)
+        if shortlist is not None and not isinstance(shortlist, Shortlist):
+            message = _("shortlist must be a Shortlist or None, got {type}")
+            raise TypeError(message.format(type=type(shortlist).__name__))
+        self.shortlist = shortlist
 
     def _penalty(self, length: Tensor) -> Tensor:
         return ((5.0 + length) / 6.0) ** self.length_penalty
@@ -168,11 +176,13 @@ class BeamSearch:
             N lists of ``beam_size`` :class:`BeamHypothesis`, in the order of ``src``'s rows.
         """
         check_decode_inputs(model, src, src_len, self.max_len)
-        with evaluating(model):  # no dropout: the same input always gives the same beams
-            return self._search(model, src, src_len)
+        columns = OutputColumns.of(self.shortlist, model, src, src_len, self.eos)
+        # eval: no dropout, the same input always gives the same beams
+        with evaluating(model), columns.restricting(model.decoder):
+            return self._search(model, src, src_len, columns)
 
     def _search(
-        self, model: EncoderDecoder, src: Tensor, src_len: Tensor
+        self, model: EncoderDecoder, src: Tensor, src_len: Tensor, columns: OutputColumns
     ) -> list[list[BeamHypothesis]]:
         N, k, T, eos = src.shape[0], self.beam_size, self.max_len, self.eos
         device = src.device
@@ -196,12 +206,13 @@ class BeamSearch:
         out_len = torch.empty(N, k, device=device)
         out_fin = torch.empty(N, k, dtype=torch.bool, device=device)
         row_sentence = sent[live.nonzero()[:, 0]]  # (R,): each decoder row's sentence
-        banned = torch.tensor(self.suppress, dtype=torch.long, device=device)
-        forced = torch.tensor([eos], dtype=torch.long, device=device)
+        suppress = columns.positions(self.suppress)  # logits' columns of the ids
+        banned = torch.tensor(suppress, dtype=torch.long, device=device)
+        forced = torch.tensor(columns.positions((eos,)), dtype=torch.long, device=device)
         for t in range(T):
             logits, state = decoder(X, state)  # (R, 1, V): live hypotheses only
             step = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (R, V)
-            if self.suppress:
+            if suppress:
                 step = step.index_fill(-1, banned, float("-inf"))
             if self.force_eos and t == T - 1:  # only <eos>, free
                 step = torch.full_like(step, float("-inf")).index_fill(-1, forced, 0.0)
@@ -210,6 +221,7 @@ class BeamSearch:
             # sentence's k best): a live one's best continuations, a finished one's free
             # <eos> continuation alone, none (-inf) for a dead one.
             value, word = (log_prob[live][:, None] + step).topk(c, dim=-1)  # (R, c)
+            word = columns.ids(word)  # columns -> target ids
             cand = torch.full((n, k, c), float("-inf"), device=device)
             cand_word = torch.full((n, k, c), eos, dtype=torch.long, device=device)
             cand[live], cand_word[live] = value, word

@@ -29,6 +29,7 @@ from attnkit.attention.recording import record_attention
 from attnkit.i18n import _
 from attnkit.inference.beam_search import BeamSearch, check_decode_inputs, check_suppress
 from attnkit.inference.eval_mode import evaluating
+from attnkit.inference.shortlist import OutputColumns, Shortlist
 
 __all__ = [
     "DecodeResult",
@@ -77,6 +78,7 @@ def greedy_decode(
     on_step: Callable[[nn.Module], None] | None = None,
     suppress: Sequence[int] = (),
     force_eos: bool = False,
+    shortlist: Shortlist | None = None,
 ) -> DecodeResult:
     """Greedy (argmax) decoding of a batch, stopping each sentence at ``<eos>``.
 
@@ -93,6 +95,8 @@ def greedy_decode(
             Marian's pad, its ``bad_words_ids``).
         force_eos: a sentence still running at the last step ends with ``<eos>`` there
             (transformers' ``forced_eos_token_id``, which Marian's configs set).
+        shortlist: a :class:`~attnkit.inference.shortlist.Shortlist`: the argmax runs over
+            the batch's shortlisted words only (the output layer computes only theirs).
 
     Shape:
         src: (B, S) long; src_len: (B,); attention[i]: (steps_i, src_len_i).
@@ -110,18 +114,20 @@ def greedy_decode(
         raise TypeError(message.format(type=type(on_step).__name__))
     suppress = check_suppress(suppress, eos_id)
     force_eos = boolean("force_eos", force_eos)
+    columns = OutputColumns.of(shortlist, model, src, src_len, eos_id)
     # Attention modules with fused kernels keep their weights only when recording.
     recording = record_attention(model, on=True) if return_attention else nullcontext()
-    with evaluating(model), recording:
+    with evaluating(model), recording, columns.restricting(model.decoder):
         return _greedy(
-            model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step, suppress,
-            force_eos,
+            model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step,
+            columns.positions(suppress), force_eos, columns,
         )  # fmt: skip
 
 
 def _greedy(
-    model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step, suppress, force_eos
-):
+    model, src, src_len, bos_id, eos_id, max_len, return_attention, on_step, suppress, force_eos,
+    columns,
+):  # fmt: skip
     B, S = src.shape
     device = src.device
     decoder = model.decoder
@@ -139,7 +145,7 @@ def _greedy(
         last = logits[:, -1]  # (B', V)
         if banned is not None:
             last = last.index_fill(-1, banned, float("-inf"))
-        y = last.argmax(dim=-1, keepdim=True)  # (B', 1)
+        y = columns.ids(last.argmax(dim=-1, keepdim=True))  # (B', 1) target ids
         if force_eos and t == max_len - 1:
             y = torch.full_like(y, eos_id)
         out[alive, t] = y[:, 0]
@@ -187,6 +193,7 @@ def translate(
     length_penalty: float = 0.6,
     max_len: int | None = None,
     batch_size: int = 256,
+    shortlist: Shortlist | None = None,
 ) -> list[Hypothesis]:
     """Translate source sentences: greedy decoding or beam search, ``batch_size`` at a time.
 
@@ -213,6 +220,9 @@ def translate(
         max_len: the most decoder steps per sentence, ``<eos>`` included: the most new
             tokens, as transformers' ``max_new_tokens`` (default ``data.max_len + 2``).
         batch_size: sentences per decoding batch.
+        shortlist: a :class:`~attnkit.inference.shortlist.Shortlist` (None: every target
+            word): each batch decodes over its shortlisted words only, so the results
+            depend a little on ``batch_size`` (a batch's words are its sentences' union).
 
     Shape:
         each batch is encoded to src (B, S) long and src_len (B,), B <= ``batch_size``.
@@ -257,8 +267,11 @@ def translate(
     search = (
         None
         if beam is None
-        else BeamSearch(beam, steps, bos, eos, length_penalty, suppress=suppress, force_eos=force)
-    )
+        else BeamSearch(
+            beam, steps, bos, eos, length_penalty,
+            suppress=suppress, force_eos=force, shortlist=shortlist,
+        )
+    )  # fmt: skip
     device = next(model.parameters()).device
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i].split()))
     found: list[Hypothesis | None] = [None] * len(sentences)
@@ -269,7 +282,7 @@ def translate(
         if search is None:
             res = greedy_decode(
                 model, src, src_len, bos_id=bos, eos_id=eos, max_len=steps, suppress=suppress,
-                force_eos=force,
+                force_eos=force, shortlist=shortlist,
             )  # fmt: skip
             best = zip(res.tokens, res.finished)
         else:

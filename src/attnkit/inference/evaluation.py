@@ -39,6 +39,7 @@ def translate_and_score(
     batch_size: int = 256,
     beam: int | None = None,
     length_penalty: float = 0.6,
+    shortlist=None,
 ) -> tuple[list[str], list[int]]:
     """Translations of ``sources`` and their BLEU statistics against ``refs``.
 
@@ -52,6 +53,7 @@ def translate_and_score(
         batch_size: sentences per decoding batch.
         beam: None for greedy decoding, else beam search's beam size.
         length_penalty: beam search's GNMT alpha.
+        shortlist: a vocabulary ``Shortlist`` for decoding, or None.
 
     Shape:
         decoded in batches of src (B, S) long, src_len (B,), B <= ``batch_size``.
@@ -73,6 +75,7 @@ def translate_and_score(
     found = decoding.translate(
         model, data, sources,
         beam=beam, length_penalty=length_penalty, max_len=max_len, batch_size=batch_size,
+        shortlist=shortlist,
     )  # fmt: skip
     hyps = [h.text for h in found]
     return hyps, bleu_stats(hyps, refs, getattr(data, "bleu_tokenize", "none"))

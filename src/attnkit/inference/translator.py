@@ -32,6 +32,7 @@ from attnkit.inference.attention_maps import AttentionMaps, attention_maps
 from attnkit.inference.attention_maps import merge_pieces as pieces_to_words
 from attnkit.inference.decoding import Hypothesis
 from attnkit.inference.evaluation import split_texts, translate_and_score
+from attnkit.inference.shortlist import Shortlist
 from attnkit.metrics import bleu_from_stats, bleu_signature, corpus_chrf
 
 __all__ = [
@@ -127,13 +128,22 @@ class Translator:
         self.arch = arch
         self.device = next(model.parameters()).device
         self.config: dict[str, Any] = {}  # the checkpoint's config.json (``load``)
+        # a vocabulary shortlist every decoding call uses (``attnkit.inference.shortlist``)
+        self.shortlist: Shortlist | None = None
 
     @classmethod
     def load(
-        cls, checkpoint_dir: str | os.PathLike, device: str = "cpu", *, int8: bool = False
+        cls,
+        checkpoint_dir: str | os.PathLike,
+        device: str = "cpu",
+        *,
+        int8: bool = False,
+        shortlist: str | os.PathLike | None = None,
     ) -> Translator:
         """The translator saved in ``checkpoint_dir`` (its tokenizer files included);
-        ``int8``: its linear layers in int8 (``attnkit.inference.int8``, CPU only)."""
+        ``int8``: its linear layers in int8 (``attnkit.inference.int8``, CPU only);
+        ``shortlist``: a file ``attnkit translate shortlist`` wrote, which every decoding
+        call then uses (:mod:`attnkit.inference.shortlist`)."""
         from attnkit.data.translation import TranslationData
         from attnkit.inference.int8 import quantize_int8
         from attnkit.inference.loading import load_model
@@ -149,6 +159,8 @@ class Translator:
         data = TranslationData.from_dict(cfg["data"], cfg.get("folder", checkpoint_dir))
         translator = cls(model, data, model_config=cfg.get("model_config"), arch=str(cfg["arch"]))
         translator.config = cfg
+        if shortlist is not None:
+            translator.shortlist = Shortlist.load(shortlist)
         return translator
 
     # ------------------------------------------------------------------------- limits
@@ -329,6 +341,7 @@ class Translator:
             return decoding.translate(  # looked up at call time (patchable)
                 self.model, self.data, sentences,
                 beam=beam, length_penalty=length_penalty, max_len=steps, batch_size=batch_size,
+                shortlist=self.shortlist,
             )  # fmt: skip
 
     def maps(
@@ -413,6 +426,7 @@ class Translator:
             hyps, stats = translate_and_score(
                 self.model, self.data, sources, refs, max_len=steps,
                 batch_size=batch_size, beam=beam, length_penalty=length_penalty,
+                shortlist=self.shortlist,
             )  # fmt: skip
         return Evaluation(
             split=split,
