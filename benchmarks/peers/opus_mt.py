@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.harness import interleaved_times, ratio_table, set_threads
+from benchmarks.harness import interleaved_times, ratio_table, round_ratios, set_threads, spread
 from benchmarks.peers.real_sizes import OPUS_MT_EN_FR, ct2_marian, equal_rows, hf_marian
 
 PAD, EOS = OPUS_MT_EN_FR["pad_token_id"], OPUS_MT_EN_FR["eos_token_id"]
@@ -117,14 +117,32 @@ def timed(decoders: dict, sentences: list[list[int]], batch: int, rounds: int):
     return interleaved_times(fns, repeats=rounds, warmup=0), outputs
 
 
+# each int8 engine's ids are compared with its own float32's as well
+OWN_FLOAT = {"attnkit int8": "attnkit", "CT2 int8": "CT2 float32"}
+
+
 def report(title: str, times, outputs, n: int, batch: int) -> None:
+    """The ratio table, with "attnkit int8 / it" per round beside "attnkit / it" (issue 47:
+    attnkit int8 against CTranslate2 int8) and the ids against attnkit's and the engine's
+    own float32's."""
     print(f"\n{title}")
+    reference = "attnkit" if "attnkit" in times else next(iter(times))
+    int8 = round_ratios(times, "attnkit int8") if "attnkit int8" in times else None
+    extra = {}
+    for name, ids in outputs.items():
+        own = OWN_FLOAT.get(name)
+        cells = [equal_rows(outputs[reference], ids),
+                 equal_rows(outputs[own], ids) if own in outputs else ""]  # fmt: skip
+        if int8 is not None:
+            cells.append("1.00x" if name == "attnkit int8" else
+                         spread([1 / r for r in int8[name]], "{:.2f}x"))  # fmt: skip
+        extra[name] = cells
+    headers = [f"ids = {reference}'s", "ids = own float32's"]
     ratio_table(
-        times, "attnkit",
+        times, reference,
         unit="ms / sentence" if batch == 1 else "sentences/s",
         shown=(lambda t: t / n * 1e3) if batch == 1 else (lambda t: n / t),
-        extra={name: [equal_rows(outputs["attnkit"], ids)] for name, ids in outputs.items()},
-        extra_headers=["ids = attnkit's"],
+        extra=extra, extra_headers=headers + (["attnkit int8 / it"] if int8 else []),
     )  # fmt: skip
 
 
@@ -150,6 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--beams", default="1,4", help="1: greedy")
     p.add_argument("--profile", action="store_true", help="top operators, batch-64 calls")
     p.add_argument("--quick", action="store_true", help="1 round, 2 + 8 sentences, 8 steps")
+    p.add_argument("--only", default=None, help="comma-separated contenders (default: all): "
+                   "attnkit, attnkit int8, HF generate, CT2 float32, CT2 int8")  # fmt: skip
+    p.add_argument(
+        "--batches", default="1,64", help="1: batch-1 latency; any other number: --batch throughput"
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.rounds, args.latency_sentences, args.sentences, args.batch, args.steps = 1, 2, 8, 8, 8
@@ -184,8 +207,15 @@ def main(argv: list[str] | None = None) -> int:
             "CT2 float32": ct2_decoder(ct2["float32"], tokens, beam, args.steps),
             "CT2 int8": ct2_decoder(ct2["int8"], tokens, beam, args.steps),
         }
+        if args.only:
+            wanted = [name.strip() for name in args.only.split(",")]
+            decoders = {name: decoders[name] for name in wanted}
         how = "greedy" if beam == 1 else f"beam {beam}"
-        for sents, batch in ((latency, 1), (throughput, args.batch)):
+        chosen = args.batches.split(",")
+        settings = [(latency, 1)] * ("1" in chosen) + [(throughput, args.batch)] * (
+            any(b != "1" for b in chosen)
+        )
+        for sents, batch in settings:
             times, outputs = timed(decoders, sents, batch, args.rounds)
             what = f"{len(sents)} sentences one at a time" if batch == 1 else (
                 f"{len(sents)} sentences, batches of {batch}")  # fmt: skip
