@@ -13,7 +13,7 @@ work (rows x weights):
   and scales back. It quantizes its whole input with one scale, so each row is first divided
   by its largest |value| (every row then spans at most [-1, 1]: a row's step is at most its
   own largest value / 127.5, a huge row cannot coarsen the others) and the output rows are
-  multiplied back;
+  multiplied back (a call of one row goes in as it is: the range is already its own);
 - from ``ONEDNN_MIN_WORK`` (the 512 x 59,514 output layer from 36 rows, the encoder's
   FFN from 1,024 rows), oneDNN's int8 product (``torch.ops.onednn.qlinear_pointwise``, the operator
   PyTorch's compiler uses for x86 int8 models), each row rounded to [-127, 127] by its own
@@ -238,6 +238,9 @@ class Int8Linear(nn.Module):
         """Each row divided by its largest |value|, FBGEMM's product (one uint8 range for
         the call), then multiplied back; a non-finite row is zeroed (its output is NaN)."""
         peak = x.abs().amax(dim=1, keepdim=True).clamp_min_(_TINY)  # (N, 1); NaN stays
+        if x.shape[0] == 1 and math.isfinite(float(peak)):  # one row: FBGEMM's range is its own
+            out = torch.ops.quantized.linear_dynamic(x, self._fbgemm, False)  # (1, D_out)
+            return out if self.bias is None else out.add_(self.bias)
         scaled = x / peak  # (N, D_in) in [-1, 1]
         if not math.isfinite(float(peak.sum())):  # FBGEMM refuses NaN; inf rows -> NaN
             peak = torch.where(torch.isfinite(peak), peak, float("nan"))
