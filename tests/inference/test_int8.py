@@ -190,6 +190,12 @@ def test_first_rows_is_the_layer_of_its_first_output_rows():
     x = torch.randn(5, 16)
     with torch.no_grad(), _int8_product_from(0):
         torch.testing.assert_close(head(x), layer(x)[:, :16], rtol=1e-6, atol=1e-6)
+    block = layer.row_block(16, 48)  # a memory's k, v rows (MultiHeadAttention._linear)
+    assert block is layer.row_block(16, 48) and block.out_features == 32
+    with torch.no_grad(), _int8_product_from(0):
+        torch.testing.assert_close(block(x), layer(x)[:, 16:], rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match=r"start must be an int in \[0, 47\], got 48"):
+        layer.row_block(48, 48)
     layer.load_state_dict(Int8Linear(nn.Linear(16, 48)).state_dict())
     assert layer.first_rows(16) is not head  # made again from the loaded weights
     for bad in (0, 49):

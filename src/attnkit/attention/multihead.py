@@ -185,9 +185,11 @@ class MultiHeadAttention(nn.Module):
         W_qkv (fused, one matmul) or one separate layer (count 1)."""
         if not self.fused_qkv:
             return (self.W_q, self.W_k, self.W_v)[first](X)
-        rows = slice(self._bounds[first], self._bounds[first + count])
-        bias = None if self.W_qkv.bias is None else self.W_qkv.bias[rows]
-        return F.linear(X, self.W_qkv.weight[rows], bias)
+        start, stop = self._bounds[first], self._bounds[first + count]
+        if hasattr(self.W_qkv, "row_block"):  # an int8 layer: the int8 product of its rows
+            return self.W_qkv.row_block(start, stop)(X)
+        bias = None if self.W_qkv.bias is None else self.W_qkv.bias[start:stop]
+        return F.linear(X, self.W_qkv.weight[start:stop], bias)
 
     def _heads(self, X: Tensor, n: int, heads: int | None = None) -> tuple[Tensor, ...]:
         """(B, T, n*heads*Dh) -> n tensors (B, heads, T, Dh); heads: H by default."""

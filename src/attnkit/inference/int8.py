@@ -191,16 +191,23 @@ class Int8Linear(nn.Module):
         self._fbgemm = _fbgemm_pack(self.weight_int8, self.scale)  # or None
         self._packed = None  # oneDNN's int8 layout, made by _onednn_product
         self._float_packed: Tensor | bool | None = False  # float32 layout: at the first float call
-        self._first_rows: dict[int, Int8Linear] = {}  # made by first_rows
+        self._row_blocks: dict[tuple[int, int], Int8Linear] = {}  # made by row_block
 
     def first_rows(self, rows: int) -> Int8Linear:
-        """The layer of the first ``rows`` output rows (the same int8 weights, scales and
-        bias), made once: the decoder step's cross-attention projects its query by the
-        first D rows of the fused W_qkv (``models/transformer_step.py``)."""
-        layer = self._first_rows.get(rows)
+        """The layer of the first ``rows`` output rows (:meth:`row_block` from 0): the
+        decoder step's cross-attention projects its query by the first D rows of the fused
+        W_qkv (``models/transformer_step.py``)."""
+        return self.row_block(0, rows)
+
+    def row_block(self, start: int, stop: int) -> Int8Linear:
+        """The layer of output rows ``start`` to ``stop`` (the same int8 weights, scales and
+        bias), made once per block: ``MultiHeadAttention`` projects a query or a memory by
+        a block of rows of its fused W_qkv."""
+        layer = self._row_blocks.get((start, stop))
         if layer is None:
-            integer("rows", rows, minimum=1, maximum=self.out_features)
-            layer = self._first_rows[rows] = self.rows(torch.arange(rows))
+            integer("rows", stop, minimum=1, maximum=self.out_features)
+            integer("start", start, minimum=0, maximum=stop - 1)
+            layer = self._row_blocks[start, stop] = self.rows(torch.arange(start, stop))
         return layer
 
     def kernel(self, rows: int) -> str:
@@ -271,7 +278,7 @@ class Int8Linear(nn.Module):
         state = dict(self.__dict__)  # the packed weights are made again on loading
         state["_packed"] = state["_fbgemm"] = None
         state["_float_packed"] = False
-        state["_first_rows"] = {}
+        state["_row_blocks"] = {}
         return state
 
     def __setstate__(self, state: dict) -> None:
