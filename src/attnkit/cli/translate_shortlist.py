@@ -36,8 +36,6 @@ def register_shortlist(verbs) -> None:
 
 
 def run_shortlist(args: argparse.Namespace) -> int:
-    import torch
-
     from attnkit.checkpoint import read_checkpoint_config
     from attnkit.cli.translate_trained import checkpoint_data
     from attnkit.inference.shortlist import Shortlist
@@ -57,36 +55,13 @@ def run_shortlist(args: argparse.Namespace) -> int:
     )  # fmt: skip
     out = Path(args.out) if args.out else Path(args.checkpoint) / "shortlist.pt"
     shortlist.save(out)
-    # what it keeps on the validation pairs: words per sentence and per 64 sentences, and
-    # how many of the reference's target words are among its sentence's words
-    src, tgt = data.encoded("val")
-    eos = data.special_ids["eos"]
-    sizes, covered, total = [], 0, 0
-    for s, t in zip(src, tgt, strict=True):
-        words = set(shortlist.words(torch.tensor([s]), torch.tensor([len(s)]), (eos,)).tolist())
-        sizes.append(len(words))
-        covered += sum(w in words for w in t)
-        total += len(t)
-    batches = [
-        len(shortlist.words(*_padded(src[i : i + 64]), (eos,))) for i in range(0, len(src), 64)
-    ]
     print(_("learned from {n} training pairs: {path}").format(n=len(sources), path=out))
-    if sizes:
+    src, tgt = data.encoded("val")
+    if src:  # what it keeps on the validation pairs
+        words, batch, cover = shortlist.coverage(src, tgt, (data.special_ids["eos"],))
         print(
             _("validation pairs: {words:.0f} target words per sentence, {batch:.0f} per 64 "
               "sentences (of {vocab}); {cover:.2%} of the references' words inside")
-            .format(words=sum(sizes) / len(sizes), batch=sum(batches) / len(batches),
-                    vocab=len(data.tgt_vocab), cover=covered / max(total, 1))
+            .format(words=words, batch=batch, vocab=len(data.tgt_vocab), cover=cover)
         )  # fmt: skip
     return 0
-
-
-def _padded(rows: list[list[int]]):
-    """Right-padded ids (B, S) and lengths (B,) (the padding is never read)."""
-    import torch
-
-    lens = torch.tensor([len(r) for r in rows])
-    ids = torch.zeros(len(rows), int(lens.max()), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(r)
-    return ids, lens

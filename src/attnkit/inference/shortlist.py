@@ -119,6 +119,34 @@ class Shortlist:
         chosen[torch.tensor(list(keep), dtype=torch.long)] = True
         return chosen[:-1].nonzero().squeeze(1).to(src.device)  # (W,)
 
+    def coverage(
+        self, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
+        keep: Sequence[int] = (), batch: int = 64,
+    ) -> tuple[float, float, float]:  # fmt: skip
+        """What it keeps on parallel sentences as ids: the mean words per sentence, per
+        ``batch`` consecutive sentences, and the share of the targets' ids that are among
+        their own sentence's words."""
+        batch = positive_int("batch", batch)
+        if len(sources) != len(targets) or not sources:
+            message = _("sources and targets must be equal, non-empty lists, got {n} and {m}")
+            raise ValueError(message.format(n=len(sources), m=len(targets)))
+
+        def words(rows):
+            lengths = torch.tensor([len(r) for r in rows])
+            ids = torch.zeros(len(rows), int(lengths.max()), dtype=torch.long)
+            for i, r in enumerate(rows):
+                ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+            return self.words(ids, lengths, keep)
+
+        sizes, covered, total = 0, 0, 0
+        for src, tgt in zip(sources, targets, strict=True):
+            kept = set(words([src]).tolist())
+            sizes += len(kept)
+            covered += sum(t in kept for t in tgt)
+            total += len(tgt)
+        per_batch = [len(words(sources[i : i + batch])) for i in range(0, len(sources), batch)]
+        return sizes / len(sources), sum(per_batch) / len(per_batch), covered / max(total, 1)
+
     def save(self, path: str | Path) -> None:
         torch.save(
             {"format": _FORMAT, "table": self.table, "frequent": self.frequent,
