@@ -45,6 +45,9 @@ def test_a_batch_keeps_its_source_words_lists_the_frequent_words_and_eos():
     src = torch.tensor([[1, 2, 3], [2, 5, 5]])
     src_len = torch.tensor([2, 1])  # id 3 and the 5s are padding
     assert sl.words(src, src_len, keep=(19,)).tolist() == [0, 1, 10, 11, 12, 19]
+    # sentence words {0, 1, 10, 11} and {0, 1, 12, 13, 14}; together 7; 10, 12, 14, 1 inside
+    assert sl.coverage([[1], [2, 3]], [[10, 5], [12, 14, 1]]) == (4.5, 7.0, 0.8)
+    assert sl.coverage([[1], [2, 3]], [[10, 5], [12, 14, 1]], batch=1) == (4.5, 4.5, 0.8)
     with pytest.raises(
         ValueError, match=r"src holds ids in \[1, 6\], outside the shortlist's \[0, 6\)"
     ):
