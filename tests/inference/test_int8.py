@@ -27,12 +27,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _bound(layer: Int8Linear, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+def _bound(layer: Int8Linear, x: torch.Tensor, w: torch.Tensor, levels: int = 127) -> torch.Tensor:
     """(N, D_out): the most the int8 product can differ from x wᵀ in exact arithmetic:
     weights off by at most s_o / 2, each row's inputs by at most its step / 2, the step
     being the row's largest |value| / 127 (float64)."""
     x, w = x.double().reshape(-1, x.shape[-1]), w.double()
-    step = x.abs().amax(dim=1, keepdim=True) / 127  # (N, 1)
+    step = x.abs().amax(dim=1, keepdim=True) / levels  # (N, 1)
     s = layer.scale.double()  # (D_out,)
     per_row = x.abs() @ (s[:, None] / 2).expand_as(w).t() + step / 2 * w.abs().sum(1)
     return per_row + step * s / 4 * w.shape[1] + 1e-4 * (x.abs() @ w.abs().t()) + 1e-5
@@ -58,13 +58,15 @@ def _onednn_from(work: int):
         int8.ONEDNN_MIN_WORK = saved
 
 
+@pytest.mark.parametrize("seven", [True, False])
 @pytest.mark.parametrize("exact", [True, False])
 @pytest.mark.parametrize("fbgemm", [True, False])
-def test_the_row_count_and_the_cpu_pick_the_product(monkeypatch, exact, fbgemm):
-    """Where the CPU's int8 product is exact (VNNI/AMX): FBGEMM at every row count, oneDNN
-    from ``ONEDNN_MIN_WORK`` rows x weights (here set to 33 rows); without FBGEMM, float32
-    below 2^25 (33 rows), oneDNN from there. Never int8 where the product is not exact
-    (AVX2's saturating pair sums), whatever the rows."""
+def test_the_row_count_and_the_cpu_pick_the_product(monkeypatch, exact, fbgemm, seven):
+    """Where the CPU's int8 product is exact (VNNI/AMX): FBGEMM at every row count with
+    8-bit inputs, oneDNN from ``ONEDNN_MIN_WORK`` rows x weights (here set to 33 rows);
+    without FBGEMM, float32 below 2^25 (33 rows), oneDNN from there. Where it is not
+    (AVX2's saturating pair sums): FBGEMM with 7-bit inputs (``reduce_range``) at every
+    row count, or float32 when ``ATTNKIT_INT8_WITHOUT_VNNI=0`` says so; never oneDNN."""
     layer = Int8Linear(nn.Linear(256, 4000))  # 1,024,000 weights
     if not fbgemm:
         layer._fbgemm = None
@@ -73,21 +75,44 @@ def test_the_row_count_and_the_cpu_pick_the_product(monkeypatch, exact, fbgemm):
     calls = {"onednn": [], "fbgemm": []}
     real = {"onednn": torch.ops.onednn.qlinear_pointwise,
             "fbgemm": torch.ops.quantized.linear_dynamic}  # fmt: skip
+    record = {"onednn": lambda a: a[0].shape[0], "fbgemm": lambda a: (a[0].shape[0], a[2])}
     for name, namespace, op in (("onednn", torch.ops.onednn, "qlinear_pointwise"),
                                 ("fbgemm", torch.ops.quantized, "linear_dynamic")):  # fmt: skip
         monkeypatch.setattr(
-            namespace, op, lambda *a, n=name: calls[n].append(a[0].shape[0]) or real[n](*a),
+            namespace, op, lambda *a, n=name: calls[n].append(record[n](a)) or real[n](*a),
             raising=False,
         )  # fmt: skip
     monkeypatch.setattr(int8, "exact_int8_product", lambda: exact)
+    monkeypatch.setenv("ATTNKIT_INT8_WITHOUT_VNNI", "1" if seven else "0")
     with torch.no_grad(), _onednn_from(33 * 1_024_000):
         for rows in (1, 32, 33, 64):
             kernel = layer.kernel(rows)
             layer(torch.randn(rows, 256))
-            assert kernel == ("float" if not exact else ("onednn" if rows > 32 else
-                                                        "fbgemm" if fbgemm else "float"))  # fmt: skip
+            if exact:
+                assert kernel == ("onednn" if rows > 32 else "fbgemm" if fbgemm else "float")
+            else:
+                assert kernel == ("fbgemm7" if fbgemm and seven else "float")
     assert calls["onednn"] == ([33, 64] if exact else [])
-    assert calls["fbgemm"] == ([1, 32] if exact and fbgemm else [])
+    if exact:
+        assert calls["fbgemm"] == ([(1, False), (32, False)] if fbgemm else [])
+    else:
+        assert calls["fbgemm"] == ([(r, True) for r in (1, 32, 33, 64)] if fbgemm and seven else [])
+
+
+def test_exact_int8_product_follows_the_libraries_isa_caps(monkeypatch):
+    """VNNI hardware, but FBGEMM or oneDNN held to older kernels: not exact."""
+    monkeypatch.setattr(torch.cpu, "_is_vnni_supported", lambda: True, raising=False)
+    for env, exact in ((None, True), (("FBGEMM_ENABLE_INSTRUCTIONS", "AVX2"), False),
+                       (("FBGEMM_ENABLE_INSTRUCTIONS", "AVX512_E1"), True),
+                       (("ONEDNN_MAX_CPU_ISA", "AVX512_CORE"), False),
+                       (("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_VNNI"), True)):  # fmt: skip
+        for name in ("FBGEMM_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+            monkeypatch.delenv(name, raising=False)
+        if env:
+            monkeypatch.setenv(*env)
+        int8.exact_int8_product.cache_clear()
+        assert int8.exact_int8_product() is exact, env
+    int8.exact_int8_product.cache_clear()
 
 
 @settings(max_examples=40, deadline=None)
@@ -121,6 +146,30 @@ def test_each_output_is_within_the_rounding_bound(rows, d_in, d_out, bias, shift
     assert not torch.allclose(got, small, rtol=0, atol=0) or x.abs().max() == 0 or d_in == 1
     error = (got - exact).reshape(-1, d_out).abs()
     assert (error <= _bound(layer, x, linear.weight.detach())).all()
+
+
+def test_seven_bit_inputs_stay_within_their_rounding_bound(monkeypatch):
+    """Without an exact 8-bit product, FBGEMM's 7-bit inputs: every output within the
+    bound of a step twice as coarse (the row's largest |value| / 63), and not the 8-bit
+    result."""
+    monkeypatch.setenv("ATTNKIT_INT8_WITHOUT_VNNI", "1")
+    torch.manual_seed(0)
+    linear = nn.Linear(96, 40)
+    layer = Int8Linear(linear)
+    if layer._fbgemm is None:
+        pytest.skip("this PyTorch has no FBGEMM")
+    w = linear.weight.detach()
+    for rows in (1, 6):
+        x = torch.randn(rows, 96) * torch.logspace(-2, 2, rows)[:, None]
+        with torch.no_grad():
+            monkeypatch.setattr(int8, "exact_int8_product", lambda: False)
+            assert layer.kernel(rows) == "fbgemm7"
+            got = layer(x).double()
+            monkeypatch.setattr(int8, "exact_int8_product", lambda: True)
+            eight = layer(x).double()
+            exact = F.linear(x.double(), w.double(), linear.bias.double())
+        assert ((got - exact).abs() <= _bound(layer, x, w, levels=63)).all()
+        assert not torch.equal(got, eight)
 
 
 def test_each_row_is_quantized_on_its_own():

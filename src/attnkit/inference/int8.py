@@ -26,8 +26,11 @@ where oneDNN's call with the quantizing around it reached 0.5-3.3x; oneDNN ahead
 2^30 rows x weights (the output layer at 64 rows: 35 ms against FBGEMM's 41).
 
 Where the product is not exact (AVX2 or AVX-512 without VNNI: both libraries sum pairs of
-products in saturating 16-bit lanes), or without FBGEMM below ``_ONEDNN_ALONE_MIN_WORK``,
-the float32 product of the same rounded weights runs. Embeddings, LayerNorms and attention's
+products in saturating 16-bit lanes), FBGEMM runs with 7-bit inputs (``reduce_range``: a
+pair of products stays within 16 bits, so the sums are exact, each input rounded twice as
+coarsely) where :func:`int8_without_vnni` says so, else the float32 product of the same
+rounded weights; the float32 product too without FBGEMM below ``_ONEDNN_ALONE_MIN_WORK``.
+Embeddings, LayerNorms and attention's
 own products stay float32. Outputs change slightly: the tests bound each layer's error and
 count changed next tokens; ``benchmarks/peers/translation.py decode`` and
 ``benchmarks/peers/opus_mt.py`` measure speed and changed outputs on whole models.
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import warnings
 
 import torch
@@ -58,6 +62,7 @@ __all__ = [
     "Int8WeightLayout",
     "available",
     "exact_int8_product",
+    "int8_without_vnni",
     "quantize_int8",
 ]
 
@@ -73,6 +78,8 @@ ONEDNN_MIN_WORK = 1 << 30
 # without FBGEMM, rows x weights from which oneDNN's int8 product beats the float32 one
 # (2026-11-25: the output layer from 64 rows, 768 x 256 and 1024 x 256 from 256 rows)
 _ONEDNN_ALONE_MIN_WORK = 1 << 25
+# without VNNI: FBGEMM with 7-bit inputs rather than the float32 product (measured below)
+INT8_WITHOUT_VNNI = True
 
 _available: bool | None = None
 
@@ -93,17 +100,52 @@ def available() -> bool:
 
 @functools.cache  # asked on every call: the CPU does not change
 def exact_int8_product() -> bool:
-    """Whether this CPU multiplies uint8 by int8 exactly (AVX-512 VNNI or AMX). Without
-    them oneDNN's and FBGEMM's AVX2 kernels sum pairs of products in saturating 16-bit
-    lanes (vpmaddubsw), so a product can be off by far more than the rounding bound
-    (measured on a 2026-11-28 AVX2-only EPYC: outputs beyond the bound, a trained
-    translator's next tokens 79% unchanged); there the float product of the same int8
-    weights runs."""
+    """Whether this CPU multiplies uint8 by int8 exactly (AVX-512 VNNI or AMX), and the
+    libraries may use it: ``FBGEMM_ENABLE_INSTRUCTIONS`` and ``ONEDNN_MAX_CPU_ISA`` can
+    hold them to older kernels (AVX2 or AVX-512 without VNNI). Those sum pairs of
+    products in saturating 16-bit lanes (vpmaddubsw), so a product of 8-bit inputs can be
+    off by far more than the rounding bound (measured on a 2026-11-28 AVX2-only EPYC:
+    outputs beyond the bound, a trained translator's next tokens 79% unchanged); there
+    the inputs are rounded to 7 bits (:func:`int8_without_vnni`)."""
     cpu = getattr(torch, "cpu", None)
-    return any(
+    hardware = any(
         bool(getattr(cpu, name, lambda: False)())
         for name in ("_is_vnni_supported", "_is_amx_tile_supported")
     )
+    fbgemm = os.environ.get("FBGEMM_ENABLE_INSTRUCTIONS", "").upper()
+    onednn = os.environ.get("ONEDNN_MAX_CPU_ISA", os.environ.get("DNNL_MAX_CPU_ISA", "")).upper()
+    held = fbgemm in ("AVX2", "AVX512", "AVX512_256") or onednn.startswith(
+        ("SSE", "AVX2", "AVX512_CORE") if onednn not in _ONEDNN_VNNI_ISAS else ()
+    )
+    return hardware and not held
+
+
+def int8_without_vnni() -> bool:
+    """Whether a CPU without an exact 8-bit product runs FBGEMM's int8 product with 7-bit
+    inputs (``reduce_range``: pairs of products stay within 16 bits, so the sums are exact,
+    at twice the input rounding step) rather than the float32 product: set by
+    ``ATTNKIT_INT8_WITHOUT_VNNI`` (1 or 0), else by :data:`INT8_WITHOUT_VNNI`."""
+    value = os.environ.get("ATTNKIT_INT8_WITHOUT_VNNI")
+    return INT8_WITHOUT_VNNI if value is None else value.strip() not in ("0", "")
+
+
+# oneDNN ISA names (ONEDNN_MAX_CPU_ISA) that include the VNNI or AMX int8 instructions
+_ONEDNN_VNNI_ISAS = (
+    "",
+    "ALL",
+    "AVX2_VNNI",
+    "AVX2_VNNI_2",
+    "AVX512_CORE_VNNI",
+    "AVX512_CORE_BF16",
+    "AVX512_CORE_FP16",
+    "AVX10_1_512",
+    "AVX512_CORE_AMX",
+    "AVX512_CORE_AMX_FP16",
+    "AVX10_1_512_AMX",
+    "AVX10_1_512_AMX_FP16",
+    "AVX10_2_512",
+    "AVX10_2_512_AMX_2",
+)
 
 
 def _fbgemm_pack(weight_int8: Tensor, scale: Tensor):
@@ -211,11 +253,15 @@ class Int8Linear(nn.Module):
         return layer
 
     def kernel(self, rows: int) -> str:
-        """Which product a call with ``rows`` rows runs: "fbgemm", "onednn" (int8) or
-        "float" (float32, of the same rounded weights)."""
+        """Which product a call with ``rows`` rows runs: "fbgemm", "onednn" (int8 inputs),
+        "fbgemm7" (FBGEMM with 7-bit inputs, where the product of 8-bit ones is not exact)
+        or "float" (float32, of the same rounded weights)."""
         work = rows * self.weight.numel()
-        if work < INT8_MIN_WORK or not exact_int8_product():
+        if work < INT8_MIN_WORK:
             return "float"
+        if not exact_int8_product():
+            usable = self._fbgemm is not None and int8_without_vnni()
+            return "fbgemm7" if usable else "float"
         if self._fbgemm is not None:
             return "fbgemm" if work < ONEDNN_MIN_WORK else "onednn"
         return "onednn" if work >= max(_ONEDNN_ALONE_MIN_WORK, INT8_MIN_WORK) else "float"
@@ -231,8 +277,8 @@ class Int8Linear(nn.Module):
         if x.shape[0] == 0:
             return input.new_zeros(*input.shape[:-1], self.out_features)
         kernel = self.kernel(x.shape[0])
-        if kernel == "fbgemm":
-            out = self._fbgemm_product(x)
+        if kernel in ("fbgemm", "fbgemm7"):
+            out = self._fbgemm_product(x, seven_bits=kernel == "fbgemm7")
         elif kernel == "onednn":
             out = self._onednn_product(x)
         else:
@@ -241,18 +287,20 @@ class Int8Linear(nn.Module):
             out = prepacked.linear(x, self.weight, self._float_packed, self.bias)
         return out.reshape(*input.shape[:-1], self.out_features)  # (..., D_out)
 
-    def _fbgemm_product(self, x: Tensor) -> Tensor:  # (N, D_in) -> (N, D_out)
-        """Each row divided by its largest |value|, FBGEMM's product (one uint8 range for
-        the call), then multiplied back; a non-finite row is zeroed (its output is NaN)."""
+    def _fbgemm_product(self, x: Tensor, seven_bits: bool = False) -> Tensor:
+        """(N, D_in) -> (N, D_out): each row divided by its largest |value|, FBGEMM's
+        product (one uint8 range for the call; ``seven_bits``: 0-127, FBGEMM's
+        ``reduce_range``, so no pair of products leaves 16 bits), then multiplied back; a
+        non-finite row is zeroed (its output is NaN)."""
         peak = x.abs().amax(dim=1, keepdim=True).clamp_min_(_TINY)  # (N, 1); NaN stays
         if x.shape[0] == 1 and math.isfinite(float(peak)):  # one row: FBGEMM's range is its own
-            out = torch.ops.quantized.linear_dynamic(x, self._fbgemm, False)  # (1, D_out)
+            out = torch.ops.quantized.linear_dynamic(x, self._fbgemm, seven_bits)  # (1, D_out)
             return out if self.bias is None else out.add_(self.bias)
         scaled = x / peak  # (N, D_in) in [-1, 1]
         if not math.isfinite(float(peak.sum())):  # FBGEMM refuses NaN; inf rows -> NaN
             peak = torch.where(torch.isfinite(peak), peak, float("nan"))
             scaled = torch.where(torch.isfinite(peak), scaled, 0.0)
-        out = torch.ops.quantized.linear_dynamic(scaled, self._fbgemm, False)  # (N, D_out)
+        out = torch.ops.quantized.linear_dynamic(scaled, self._fbgemm, seven_bits)  # (N, D_out)
         return out.mul_(peak) if self.bias is None else torch.addcmul(self.bias, out, peak)
 
     def _onednn_product(self, x: Tensor) -> Tensor:  # (N, D_in) -> (N, D_out)
