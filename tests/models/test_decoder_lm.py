@@ -199,3 +199,18 @@ def test_the_config_checks_itself_and_round_trips():
         model(torch.tensor([[0, 1]]), key_mask=torch.ones(1, 3, dtype=torch.bool))
     with pytest.raises(TypeError, match="cache must be a DecoderLMCache or None, got list"):
         model(torch.tensor([[0, 1]]), cache=[])
+
+
+def test_last_only_gives_the_last_positions_logits():
+    """A prompt's prefill: the last position's logits, the same as the full call's."""
+    torch.manual_seed(0)
+    model = DecoderLM(DecoderLMConfig(vocab_size=50, d_model=16, num_heads=2, num_layers=2,
+                                      context_length=12)).eval()  # fmt: skip
+    ids = torch.randint(0, 50, (3, 7))
+    with torch.no_grad():
+        full = model(ids)
+        last = model(ids, last_only=True)
+    assert last.shape == (3, 1, 50)
+    torch.testing.assert_close(last, full[:, -1:], rtol=1e-6, atol=1e-6)
+    with pytest.raises(TypeError, match="last_only must be a bool"):
+        model(ids, last_only="yes")

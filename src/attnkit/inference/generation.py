@@ -105,7 +105,7 @@ def _transformer_steps(model, rows, max_new: int, pick, device, use_cache: bool)
         mask = torch.ones(B, P + max_new, dtype=torch.bool, device=device)
         mask[:, :P] = prompt_mask
     cache = model.new_cache(capacity=min(P + max_new, ctx)) if use_cache else None
-    logits = model(prompt, cache=cache, key_mask=prompt_mask)[:, -1]  # (B, V): prefill
+    logits = model(prompt, cache=cache, key_mask=prompt_mask, last_only=True)[:, -1]  # (B, V)
     n = P  # positions filled
     for step in range(max_new):
         nxt = pick(logits)  # (B,) on the CPU
@@ -123,7 +123,7 @@ def _transformer_steps(model, rows, max_new: int, pick, device, use_cache: bool)
             window = None if mask is None else mask[:, start:n]
             if window is not None and bool(window.all()):
                 window = None
-            logits = model(seq[:, start:n], key_mask=window)[:, -1]
+            logits = model(seq[:, start:n], key_mask=window, last_only=True)[:, -1]
 
 
 def _rnn_steps(model, rows, max_new: int, pick, device):

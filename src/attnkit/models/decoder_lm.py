@@ -269,8 +269,9 @@ class DecoderLM(nn.Module):
         cache: DecoderLMCache | None = None,
         key_mask: Tensor | None = None,
         return_attention: bool = False,
+        last_only: bool = False,
     ) -> Tensor | tuple[Tensor, list[Tensor]]:
-        """Next-token logits at every new position.
+        """Next-token logits at every new position (``last_only``: at the last one).
 
         Args:
             ids: token ids of the next T positions (after the cached ones).
@@ -280,10 +281,12 @@ class DecoderLM(nn.Module):
                 T positions (a left-padded batch). Padding is never attended, and each
                 row's positions count its real tokens only.
             return_attention: also return each block's exact attention weights.
+            last_only: the logits of the last position only (B, 1, V): a prompt's prefill
+                needs no others, and the output layer is most of a position's work.
 
         Shape:
-            ids (B, T) int; key_mask (B, K); logits (B, T, V); attention: L tensors
-            (B, H, T, K).
+            ids (B, T) int; key_mask (B, K); logits (B, T, V), or (B, 1, V) with
+            ``last_only``; attention: L tensors (B, H, T, K).
 
         Returns:
             logits, or ``(logits, attention)`` with ``return_attention``. Learned
@@ -312,6 +315,8 @@ class DecoderLM(nn.Module):
         with recorder as record:  # an outer record_attention() block records as well
             for block, layer_cache in zip(self.blocks, layers, strict=True):
                 x = block(x, layer_cache, mask, rope)  # (B, T, D); a module call: hooks fire
+        if boolean("last_only", last_only):
+            x = x[:, -1:]  # (B, 1, D)
         logits = self._logits(self.final_norm(x))  # (B, T, V), tied
         if not return_attention:
             return logits
