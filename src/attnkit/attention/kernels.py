@@ -15,7 +15,11 @@ machine at hand, forward and backward; its table is in docs/benchmarks.md): on t
 bfloat16 or float16 at up to ``MATMUL_MAX_KEYS`` keys, the explicit products win (2-5x at
 16-128 keys, 1.2x at 512, measured 2026-11-25 on 2 cores); everywhere else, and always in
 float32 (where the fused kernel wins at every length, and the precision the tests pin
-values in), the fused kernel. ``set_attention_kernel("sdpa" | "matmul" | "auto")`` or the environment
+values in), the fused kernel, except for one query per row over many rows (a decoding step
+of a large batch or beam: from ``ONE_QUERY_MATMUL_MIN_ROWS`` batch x head rows), where the
+explicit products win (measured 2026-12-07, 2 threads, AVX-512 EPYC, cross-attention over
+40 contiguous keys, heads of 64, explicit / fused speed: 0.86x at 128 rows, 1.1-1.2x at
+512, 2.0-2.3x at 2,048). ``set_attention_kernel("sdpa" | "matmul" | "auto")`` or the environment
 variable ``ATTNKIT_ATTENTION_KERNEL`` overrides the choice for the whole process.
 """
 
@@ -34,6 +38,7 @@ from attnkit.attention.masking import causal_mask, masked_softmax
 __all__ = [
     "KERNELS",
     "MATMUL_MAX_KEYS",
+    "ONE_QUERY_MATMUL_MIN_ROWS",
     "attention_kernel",
     "choose_kernel",
     "explicit_attention",
@@ -46,6 +51,8 @@ _HALF = (torch.bfloat16, torch.float16)
 # the longest keys at which explicit products beat the fused CPU kernel in half precision
 # (benchmarks/kernels/attention_kernels.py: 1.17-1.24x at 512 keys, 0.74-0.91x at 1024)
 MATMUL_MAX_KEYS = 512
+# batch x head rows from which one query per row runs as explicit products on the CPU
+ONE_QUERY_MATMUL_MIN_ROWS = 512
 
 _kernel = one_of(
     "ATTNKIT_ATTENTION_KERNEL", os.environ.get("ATTNKIT_ATTENTION_KERNEL", "auto"), KERNELS
@@ -70,6 +77,12 @@ def choose_kernel(q: Tensor, num_keys: int) -> str:
     if _kernel != "auto":
         return _kernel
     if q.device.type == "cpu" and q.dtype in _HALF and num_keys <= MATMUL_MAX_KEYS:
+        return "matmul"
+    if (
+        q.device.type == "cpu"
+        and q.shape[-2] == 1
+        and q.numel() >= ONE_QUERY_MATMUL_MIN_ROWS * q.shape[-1]
+    ):
         return "matmul"
     return "sdpa"
 

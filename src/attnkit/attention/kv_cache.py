@@ -99,6 +99,8 @@ class KVCache:
         if self.keys is not None:
             keys = torch.cat([self.keys, keys], dim=2)  # (B, H, T_held + T_new, Dh)
             values = torch.cat([self.values, values], dim=2)
+        elif self.static and not _tracked(keys, values):  # read at every step: one layout
+            keys, values = keys.contiguous(), values.contiguous()
         self.keys, self.values, self._room = keys, values, None
         return keys, values
 
