@@ -73,3 +73,34 @@ def test_a_cpu_engine_sets_the_real_thresholds():
     assert out.returncode == 0, out.stderr
     glibc = cpu_memory._load_libc() is not None
     assert out.stdout.strip() == str(glibc)
+
+
+def test_decoding_also_stops_mapping_blocks_of_their_own(fresh, monkeypatch):
+    monkeypatch.setattr(cpu_memory, "_large_done", None)
+    fake = FakeMallopt()
+    monkeypatch.setattr(cpu_memory, "_load_libc", lambda: fake)
+    assert cpu_memory.keep_large_blocks() is True
+    assert cpu_memory.keep_large_blocks() is True  # once
+    # then M_MMAP_MAX = -4: 0 (no block of its own mapping), M_TRIM_THRESHOLD: 512 MiB
+    assert fake.calls == [(-3, 32 * 2**20), (-1, 64 * 2**20), (-4, 0), (-1, 512 * 2**20)]
+    monkeypatch.setattr(cpu_memory, "_large_done", None)
+    monkeypatch.setenv("ATTNKIT_MALLOC", "default")
+    assert cpu_memory.keep_large_blocks() is False and len(fake.calls) == 4
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt: Linux only")
+def test_greedy_decoding_on_the_cpu_sets_the_real_decoding_thresholds():
+    code = (
+        "import attnkit.cpu_memory as m, torch\n"
+        "from attnkit.inference.decoding import greedy_decode\n"
+        "from attnkit.models.transformer import TransformerConfig, build_transformer\n"
+        "model = build_transformer(TransformerConfig(d_model=8, num_heads=2, num_layers=1,"
+        " d_ff=16), 10, 10)\n"
+        "assert m._large_done is None\n"
+        "greedy_decode(model, torch.tensor([[4, 5, 3]]), torch.tensor([3]), bos_id=2,"
+        " eos_id=3, max_len=3)\n"
+        "print(m._large_done)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(cpu_memory._load_libc() is not None)

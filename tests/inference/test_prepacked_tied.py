@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from attnkit.inference import prepacked
 from attnkit.inference.decoding import greedy_decode
 from attnkit.inference.generation import generate_ids
-from attnkit.inference.int8 import Int8Linear, quantize_int8
+from attnkit.inference.int8 import Int8Linear, Int8WeightLayout, quantize_int8
 from attnkit.inference.prepacked import PrepackedLinear, WeightLayout, prepack_linears
 from attnkit.models.decoder_lm import DecoderLMConfig
 from attnkit.models.transformer import TransformerConfig, build_transformer
@@ -200,8 +200,10 @@ def test_int8_still_applies_to_tied_models_prepacked_or_not():
     with torch.no_grad():
         want = lm(ids)
     prepack_linears(lm, min_weights=1)
-    assert quantize_int8(lm) == 2 * 4  # the blocks' layers; the tied output stays float
-    assert lm.output_layout is not None and type(lm.blocks[0].ffn[0]) is Int8Linear
+    assert quantize_int8(lm) == 2 * 4 + 1  # the blocks' layers and the tied output
+    assert (
+        isinstance(lm.output_layout, Int8WeightLayout) and type(lm.blocks[0].ffn[0]) is Int8Linear
+    )
     with torch.no_grad():
         got = lm(ids)
     assert (got - want).abs().max() < 0.05 * want.abs().max()

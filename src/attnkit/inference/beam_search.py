@@ -38,6 +38,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit._validate import boolean, integer, positive_int, real
+from attnkit.cpu_memory import keep_large_blocks
 from attnkit.i18n import _
 from attnkit.inference.eval_mode import evaluating
 from attnkit.inference.shortlist import OutputColumns, Shortlist
@@ -177,6 +178,8 @@ class BeamSearch:
         """
         check_decode_inputs(model, src, src_len, self.max_len)
         columns = OutputColumns.of(self.shortlist, model, src, src_len, self.eos)
+        if src.device.type == "cpu":
+            keep_large_blocks()  # the logits' blocks re-used, not mapped afresh (cpu_memory)
         # eval: no dropout, the same input always gives the same beams
         with evaluating(model), columns.restricting(model.decoder):
             return self._search(model, src, src_len, columns)

@@ -26,6 +26,7 @@ from torch import Tensor, nn
 
 from attnkit._validate import boolean, integer, optional, positive_int, real
 from attnkit.attention.recording import record_attention
+from attnkit.cpu_memory import keep_large_blocks
 from attnkit.i18n import _
 from attnkit.inference.beam_search import BeamSearch, check_decode_inputs, check_suppress
 from attnkit.inference.eval_mode import evaluating
@@ -115,6 +116,8 @@ def greedy_decode(
     suppress = check_suppress(suppress, eos_id)
     force_eos = boolean("force_eos", force_eos)
     columns = OutputColumns.of(shortlist, model, src, src_len, eos_id)
+    if src.device.type == "cpu":
+        keep_large_blocks()  # the logits' blocks re-used, not mapped afresh (cpu_memory)
     # Attention modules with fused kernels keep their weights only when recording.
     recording = record_attention(model, on=True) if return_attention else nullcontext()
     with evaluating(model), recording, columns.restricting(model.decoder):

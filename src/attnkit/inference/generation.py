@@ -44,6 +44,7 @@ from torch import Tensor, nn
 
 from attnkit._validate import boolean, non_negative_int
 from attnkit.attention.positional import EXTRAPOLATING
+from attnkit.cpu_memory import keep_large_blocks
 from attnkit.data.text import Vocab
 from attnkit.i18n import _
 from attnkit.inference.eval_mode import evaluating
@@ -233,6 +234,8 @@ def generate_ids(
         _said_full(model, rows, out, limits, max_new_tokens, ends)
         return out
     device = model_device(model, device)
+    if torch.device(device).type == "cpu":
+        keep_large_blocks()  # the logits' blocks re-used, not mapped afresh (cpu_memory)
     done = [n == 0 for n in limits]
     with evaluating(model) if isinstance(model, nn.Module) else nullcontext():
         if hasattr(model, "new_cache"):

@@ -306,7 +306,9 @@ class Int8Linear(nn.Module):
             peak = torch.where(torch.isfinite(peak), peak, float("nan"))
             scaled = torch.where(torch.isfinite(peak), scaled, 0.0)
         out = torch.ops.quantized.linear_dynamic(scaled, self._fbgemm, seven_bits)  # (N, D_out)
-        return out.mul_(peak) if self.bias is None else torch.addcmul(self.bias, out, peak)
+        if self.bias is None:
+            return out.mul_(peak)
+        return torch.addcmul(self.bias, out, peak, out=out)  # in place: no new (N, D_out)
 
     def _onednn_product(self, x: Tensor) -> Tensor:  # (N, D_in) -> (N, D_out)
         """Each row scaled to [-127, 127] by its own largest value, stored around 128, and
@@ -319,7 +321,9 @@ class Int8Linear(nn.Module):
             qx, 1.0 / 127, 128, self._packed, self.scale, self._zero_points,
             None, 1.0, 0, torch.float32, "none", [], "",
         )  # (N, D_out): the product of the scaled rows  # fmt: skip
-        return out.mul_(peak) if self.bias is None else torch.addcmul(self.bias, out, peak)
+        if self.bias is None:
+            return out.mul_(peak)
+        return torch.addcmul(self.bias, out, peak, out=out)  # in place: no new (N, D_out)
 
     def extra_repr(self) -> str:
         return (
