@@ -25,9 +25,9 @@ Goals (issue 35): attnkit >= 1.5x HF and >= 0.5x CTranslate2 float32 in every ro
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -121,6 +121,88 @@ def timed(decoders: dict, sentences: list[list[int]], batch: int, rounds: int):
 OWN_FLOAT = {"attnkit int8": "attnkit", "CT2 int8": "CT2 float32"}
 
 
+def load_contender(name: str, folder: Path, threads: int):
+    """In a worker process: ``name``'s model from the saved folders, and a function
+    ``(beam, steps) -> decoder`` (one decoder per beam size, made once)."""
+    set_threads(threads)
+    if name.startswith("CT2"):
+        import ctranslate2
+
+        from benchmarks.peers.real_sizes import ct2_tokens
+
+        translator = ctranslate2.Translator(
+            str(folder / "ct2"), device="cpu", compute_type=name.split()[1],
+            inter_threads=1, intra_threads=threads,
+        )  # fmt: skip
+        tokens = ct2_tokens(OPUS_MT_EN_FR["vocab_size"], EOS, PAD)
+        return lambda beam, steps: ct2_decoder(translator, tokens, beam, steps)
+    if name == "HF generate":
+        from transformers import MarianMTModel
+
+        hf = MarianMTModel.from_pretrained(folder / "hf", attn_implementation="eager").eval()
+        return lambda beam, steps: hf_decoder(hf, beam, steps)
+    from attnkit.convert.marian import marian_model
+    from attnkit.inference.int8 import quantize_int8
+    from attnkit.inference.prepacked import prepack_linears
+
+    model = marian_model(folder / "hf")
+    if name == "attnkit int8":
+        quantize_int8(model)
+    else:
+        prepack_linears(model)
+    return lambda beam, steps: attnkit_decoder(model, beam, steps)
+
+
+def _worker(conn, name: str, folder: str, threads: int) -> None:
+    """A contender in its own process: loads, then per request (beam, steps, sentences,
+    batch) translates them ``batch`` at a time and answers (seconds, ids); None ends it."""
+    make = load_contender(name, Path(folder), threads)
+    decoders: dict = {}
+    conn.send("ready")
+    while (request := conn.recv()) is not None:
+        beam, steps, sents, batch = request
+        run = decoders.setdefault((beam, steps), make(beam, steps))
+        t0 = time.perf_counter()
+        ids = [out for i in range(0, len(sents), batch) for out in run(sents[i : i + batch])]
+        conn.send((time.perf_counter() - t0, ids))
+
+
+class Processes:
+    """Each contender in its own process (``--processes``): no library shares a process
+    (thread pool, allocator) with another. Requests go to one process at a time."""
+
+    def __init__(self, names: list[str], folder: Path, threads: int) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self.conns, self.procs = {}, []
+        for name in names:
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(child, name, str(folder), threads))
+            proc.start()
+            self.conns[name] = parent
+            self.procs.append(proc)
+        for conn in self.conns.values():
+            assert conn.recv() == "ready"
+
+    def timed(self, beam: int, steps: int, sents, batch: int, rounds: int):
+        """As :func:`timed`: a warm-up call each (its ids compared), then interleaved rounds."""
+        ask = lambda name: (self.conns[name].send((beam, steps, sents, batch)),  # noqa: E731
+                            self.conns[name].recv())[1]  # fmt: skip
+        outputs = {name: ask(name)[1] for name in self.conns}
+        times = {name: [] for name in self.conns}
+        for _ in range(rounds):
+            for name in self.conns:
+                times[name].append(ask(name)[0])
+        return times, outputs
+
+    def close(self) -> None:
+        for conn in self.conns.values():
+            conn.send(None)
+        for proc in self.procs:
+            proc.join()
+
+
 def report(title: str, times, outputs, n: int, batch: int) -> None:
     """The ratio table, with "attnkit int8 / it" per round beside "attnkit / it" (issue 47:
     attnkit int8 against CTranslate2 int8) and the ids against attnkit's and the engine's
@@ -173,55 +255,52 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--batches", default="1,64", help="1: batch-1 latency; any other number: --batch throughput"
     )
+    p.add_argument("--processes", action="store_true",
+                   help="each contender in its own process (no shared thread pools or "
+                        "allocator; --profile is then not available)")  # fmt: skip
     args = p.parse_args(argv)
     if args.quick:
         args.rounds, args.latency_sentences, args.sentences, args.batch, args.steps = 1, 2, 8, 8, 8
     set_threads(args.threads)
     import ctranslate2
 
-    from attnkit.convert.marian import marian_model
-    from attnkit.inference.int8 import quantize_int8
-    from attnkit.inference.prepacked import prepack_linears
-
+    names = ["attnkit", "attnkit int8", "HF generate", "CT2 float32", "CT2 int8"]
+    if args.only:
+        names = [name.strip() for name in args.only.split(",")]
     with tempfile.TemporaryDirectory(prefix="opus-mt-size-") as tmp:
         hf = hf_marian(Path(tmp) / "hf")
-        ours = marian_model(Path(tmp) / "hf")
-        ours_int8 = copy.deepcopy(ours)
-        prepack_linears(ours)
-        quantize_int8(ours_int8)
-        tokens = ct2_marian(hf, Path(tmp) / "ct2")
-        ct2 = {ct: ctranslate2.Translator(str(Path(tmp) / "ct2"), device="cpu", compute_type=ct,
-                                          inter_threads=1, intra_threads=args.threads)
-               for ct in ("float32", "int8")}  # fmt: skip
-    params = sum(p.numel() for p in ours.parameters())
-    print(f"OPUS-MT en-fr shapes, random weights: {params:,} parameters; torch "
+        ct2_marian(hf, Path(tmp) / "ct2")
+        if args.processes:
+            workers = Processes(names, Path(tmp), args.threads)
+        else:
+            makers = {name: load_contender(name, Path(tmp), args.threads) for name in names}
+    params = sum(p.numel() for p in hf.parameters())
+    print(f"OPUS-MT en-fr shapes, random weights: {params:,} parameters (HF's count); torch "
           f"{torch.__version__}, ctranslate2 {ctranslate2.__version__}, {args.threads} threads, "
-          f"{args.rounds} interleaved rounds, {args.steps} tokens decoded per sentence")  # fmt: skip
+          f"{args.rounds} interleaved rounds, {args.steps} tokens decoded per sentence, "
+          f"{'each contender in its own process' if args.processes else 'one process'}")  # fmt: skip
     latency = sources(args.latency_sentences, seed=1)
     throughput = sources(args.sentences, seed=2)
     for beam in [int(b) for b in args.beams.split(",")]:
-        decoders = {
-            "attnkit": attnkit_decoder(ours, beam, args.steps),
-            "attnkit int8": attnkit_decoder(ours_int8, beam, args.steps),
-            "HF generate": hf_decoder(hf, beam, args.steps),
-            "CT2 float32": ct2_decoder(ct2["float32"], tokens, beam, args.steps),
-            "CT2 int8": ct2_decoder(ct2["int8"], tokens, beam, args.steps),
-        }
-        if args.only:
-            wanted = [name.strip() for name in args.only.split(",")]
-            decoders = {name: decoders[name] for name in wanted}
         how = "greedy" if beam == 1 else f"beam {beam}"
         chosen = args.batches.split(",")
         settings = [(latency, 1)] * ("1" in chosen) + [(throughput, args.batch)] * (
             any(b != "1" for b in chosen)
         )
         for sents, batch in settings:
-            times, outputs = timed(decoders, sents, batch, args.rounds)
+            if args.processes:
+                times, outputs = workers.timed(beam, args.steps, sents, batch, args.rounds)
+            else:
+                decoders = {name: make(beam, args.steps) for name, make in makers.items()}
+                times, outputs = timed(decoders, sents, batch, args.rounds)
             what = f"{len(sents)} sentences one at a time" if batch == 1 else (
                 f"{len(sents)} sentences, batches of {batch}")  # fmt: skip
             report(f"{how}, batch {batch} ({what})", times, outputs, len(sents), batch)
-        if args.profile:
+        if args.profile and not args.processes:
+            decoders = {name: make(beam, args.steps) for name, make in makers.items()}
             profile_top(decoders, throughput[: args.batch])
+    if args.processes:
+        workers.close()
     return 0
 
 

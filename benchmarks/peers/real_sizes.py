@@ -62,6 +62,11 @@ class _Vocabulary:
         return {t: i for i, t in enumerate(self.tokens)}
 
 
+def ct2_tokens(size: int, eos: int, pad: int) -> list[str]:
+    """The tokens of the ids in a folder :func:`ct2_marian` wrote."""
+    return _Vocabulary(size, eos, pad).tokens
+
+
 def ct2_marian(model, out: Path) -> list[str]:
     """Convert a ``MarianMTModel`` with CTranslate2's own Marian loader into the folder ``out``
     (float32 weights; quantize with ``compute_type`` when loading). Returns the tokens of the
