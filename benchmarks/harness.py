@@ -51,6 +51,61 @@ def interleaved_median(
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
+class ContenderProcesses:
+    """Each contender in its own process (spawned): no two libraries share a thread pool or
+    an allocator (CTranslate2 brings its own libgomp; in one process with it, attnkit ran
+    25% slower once it had run). ``loader`` ("module:function") is called in the worker as
+    ``loader(name, *args)`` and returns ``run(request) -> output``; :meth:`timed` sends one
+    request to one process at a time (interleaved rounds), timed inside the worker."""
+
+    def __init__(self, names: list[str], loader: str, args: tuple = ()) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self.conns, self.procs = {}, []
+        for name in names:
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_contender_worker, args=(child, loader, name, args))
+            proc.start()
+            self.conns[name], self.procs = parent, [*self.procs, proc]
+        for name, conn in self.conns.items():
+            if conn.recv() != "ready":
+                raise RuntimeError(f"contender {name} did not load")
+
+    def timed(self, request, rounds: int) -> tuple[dict[str, list[float]], dict[str, object]]:
+        """A warm-up call each (its output returned), then ``rounds`` interleaved rounds:
+        (seconds per round, outputs) per contender."""
+
+        def ask(name):
+            self.conns[name].send(request)
+            return self.conns[name].recv()
+
+        outputs = {name: ask(name)[1] for name in self.conns}
+        times: dict[str, list[float]] = {name: [] for name in self.conns}
+        for _ in range(rounds):
+            for name in self.conns:
+                times[name].append(ask(name)[0])
+        return times, outputs
+
+    def close(self) -> None:
+        for conn in self.conns.values():
+            conn.send(None)
+        for proc in self.procs:
+            proc.join()
+
+
+def _contender_worker(conn, loader: str, name: str, args: tuple) -> None:
+    import importlib
+
+    module, function = loader.split(":")
+    run = getattr(importlib.import_module(module), function)(name, *args)
+    conn.send("ready")
+    while (request := conn.recv()) is not None:
+        t0 = time.perf_counter()
+        output = run(request)
+        conn.send((time.perf_counter() - t0, output))
+
+
 def spread(values: list[float], fmt: str = "{:,.1f}") -> str:
     """``median [min-max]`` of ``values`` (just the value when there is one)."""
     med = statistics.median(values)

@@ -43,7 +43,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from benchmarks.harness import interleaved_times, ratio_table, round_ratios, set_threads, spread
+from benchmarks.harness import (
+    ContenderProcesses,
+    interleaved_times,
+    ratio_table,
+    round_ratios,
+    set_threads,
+    spread,
+)
 from benchmarks.peers.real_sizes import GPT2_SMALL, equal_rows, hf_gpt2
 
 
@@ -159,6 +166,35 @@ def contenders(ours, ours_int8, hf, ct2, nano, prompts: torch.Tensor, new: int) 
     return fns
 
 
+def runner(name: str, folder: str, threads: int):
+    """In a contender's process (``--processes``): its model from the saved folders, and
+    ``run((prompts, new))`` generating ``new`` ids after ``prompts`` (B, P)."""
+    set_threads(threads)
+    folder = Path(folder)
+    if name.startswith("CT2"):
+        from benchmarks.peers.ct2_gpt2 import Vocabulary, ct2_generate, ct2_generators
+
+        kind = name.split()[1]
+        generator = ct2_generators(folder / "ct2", threads, (kind,))[kind]
+        tokens = Vocabulary(GPT2_SMALL["vocab_size"], GPT2_SMALL["vocab_size"] - 1).tokens
+        return lambda request: ct2_generate(generator, tokens, *request)()
+    from transformers import GPT2LMHeadModel
+
+    hf = GPT2LMHeadModel.from_pretrained(folder / "hf", attn_implementation="eager").eval()
+    hf.generation_config.eos_token_id = None
+    ours = ours_int8 = nano = None
+    if name.startswith("attnkit"):
+        from attnkit.convert.gpt2 import gpt2_model
+        from attnkit.inference.int8 import quantize_int8
+        from attnkit.inference.prepacked import prepack_linears
+
+        ours = ours_int8 = gpt2_model(folder / "hf")
+        quantize_int8(ours_int8) if name == "attnkit int8" else prepack_linears(ours)
+    elif name.startswith("nanoGPT"):
+        nano = GPT.from_hf(hf)
+    return lambda request: contenders(ours, ours_int8, hf, None, nano, *request)[name]()
+
+
 def profile_top(fns: dict, rows: int = 12) -> None:
     """The top operators (self CPU time) of one call of attnkit, attnkit int8 and HF."""
     from torch.profiler import ProfilerActivity, profile
@@ -195,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nanogpt-batches", default="1,16", help="batches nanoGPT runs at (slowest)")
     p.add_argument("--profile", action="store_true", help="top operators of attnkit's calls")
     p.add_argument("--quick", action="store_true", help="1 round, 4 new tokens, batches 1,2")
+    p.add_argument("--processes", action="store_true",
+                   help="each contender in its own process (no shared thread pools or "
+                        "allocator; --profile is then not available)")  # fmt: skip
     args = p.parse_args(argv)
     if args.quick:
         args.rounds, args.new, args.batches = 1, 4, "1,2"
@@ -219,6 +258,13 @@ def main(argv: list[str] | None = None) -> int:
             tokens = ct2_gpt2(hf, Path(tmp) / "ct2")
             ct2 = tokens, ct2_generators(Path(tmp) / "ct2", args.threads)  # loaded: folder unused
             ct2_version = ctranslate2.__version__
+        if args.processes:
+            names = ["attnkit", "attnkit int8", "HF generate"]
+            names += ["CT2 float32", "CT2 int8"] if ct2 is not None else []
+            names += ["nanoGPT (no cache)"] if args.nanogpt_batches else []
+            workers = ContenderProcesses(
+                names, "benchmarks.peers.gpt2_generation:runner", (tmp, args.threads)
+            )
     prepack_linears(ours)
     ours_int8 = copy.deepcopy(ours)
     quantize_int8(ours_int8)
@@ -234,17 +280,25 @@ def main(argv: list[str] | None = None) -> int:
         gen = torch.Generator().manual_seed(batch)
         prompts = torch.randint(0, GPT2_SMALL["vocab_size"], (batch, args.prompt), generator=gen)
         with_nano = str(batch) in args.nanogpt_batches.split(",")
-        fns = contenders(ours, ours_int8, hf, ct2, nano if with_nano else None, prompts, args.new)
-        outputs = {name: fn() for name, fn in fns.items()}  # warm-up; the ids compared
-        times = interleaved_times(fns, repeats=args.rounds, warmup=0)
+        if args.processes:
+            times, outputs = workers.timed((prompts, args.new), args.rounds)
+            if not with_nano:
+                times.pop("nanoGPT (no cache)", None), outputs.pop("nanoGPT (no cache)", None)
+        else:
+            fns = contenders(ours, ours_int8, hf, ct2, nano if with_nano else None, prompts,
+                             args.new)  # fmt: skip
+            outputs = {name: fn() for name, fn in fns.items()}  # warm-up; the ids compared
+            times = interleaved_times(fns, repeats=args.rounds, warmup=0)
         print(f"\nbatch {batch}: {batch} x {args.new} new tokens a round")
         ratio_table(
             times, "attnkit", unit="new tokens/s", shown=lambda t, n=batch * args.new: n / t,
             extra=extra_cells(times, outputs), extra_headers=[
                 "attnkit int8 / it", "ids = attnkit's", "ids = its float32's"],
         )  # fmt: skip
-        if args.profile:
+        if args.profile and not args.processes:
             profile_top(fns)
+    if args.processes:
+        workers.close()
     return 0
 
 

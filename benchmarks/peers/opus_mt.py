@@ -27,12 +27,18 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 
-from benchmarks.harness import interleaved_times, ratio_table, round_ratios, set_threads, spread
+from benchmarks.harness import (
+    ContenderProcesses,
+    interleaved_times,
+    ratio_table,
+    round_ratios,
+    set_threads,
+    spread,
+)
 from benchmarks.peers.real_sizes import OPUS_MT_EN_FR, ct2_marian, equal_rows, hf_marian
 
 PAD, EOS = OPUS_MT_EN_FR["pad_token_id"], OPUS_MT_EN_FR["eos_token_id"]
@@ -153,54 +159,18 @@ def load_contender(name: str, folder: Path, threads: int):
     return lambda beam, steps: attnkit_decoder(model, beam, steps)
 
 
-def _worker(conn, name: str, folder: str, threads: int) -> None:
-    """A contender in its own process: loads, then per request (beam, steps, sentences,
-    batch) translates them ``batch`` at a time and answers (seconds, ids); None ends it."""
+def runner(name: str, folder: str, threads: int):
+    """In a contender's process (``--processes``): ``run((beam, steps, sentences, batch))``
+    translates the sentences ``batch`` at a time and returns their ids."""
     make = load_contender(name, Path(folder), threads)
     decoders: dict = {}
-    conn.send("ready")
-    while (request := conn.recv()) is not None:
+
+    def run(request):
         beam, steps, sents, batch = request
-        run = decoders.setdefault((beam, steps), make(beam, steps))
-        t0 = time.perf_counter()
-        ids = [out for i in range(0, len(sents), batch) for out in run(sents[i : i + batch])]
-        conn.send((time.perf_counter() - t0, ids))
+        fn = decoders.setdefault((beam, steps), make(beam, steps))
+        return [out for i in range(0, len(sents), batch) for out in fn(sents[i : i + batch])]
 
-
-class Processes:
-    """Each contender in its own process (``--processes``): no library shares a process
-    (thread pool, allocator) with another. Requests go to one process at a time."""
-
-    def __init__(self, names: list[str], folder: Path, threads: int) -> None:
-        import multiprocessing as mp
-
-        ctx = mp.get_context("spawn")
-        self.conns, self.procs = {}, []
-        for name in names:
-            parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_worker, args=(child, name, str(folder), threads))
-            proc.start()
-            self.conns[name] = parent
-            self.procs.append(proc)
-        for conn in self.conns.values():
-            assert conn.recv() == "ready"
-
-    def timed(self, beam: int, steps: int, sents, batch: int, rounds: int):
-        """As :func:`timed`: a warm-up call each (its ids compared), then interleaved rounds."""
-        ask = lambda name: (self.conns[name].send((beam, steps, sents, batch)),  # noqa: E731
-                            self.conns[name].recv())[1]  # fmt: skip
-        outputs = {name: ask(name)[1] for name in self.conns}
-        times = {name: [] for name in self.conns}
-        for _ in range(rounds):
-            for name in self.conns:
-                times[name].append(ask(name)[0])
-        return times, outputs
-
-    def close(self) -> None:
-        for conn in self.conns.values():
-            conn.send(None)
-        for proc in self.procs:
-            proc.join()
+    return run
 
 
 def report(title: str, times, outputs, n: int, batch: int) -> None:
@@ -271,7 +241,9 @@ def main(argv: list[str] | None = None) -> int:
         hf = hf_marian(Path(tmp) / "hf")
         ct2_marian(hf, Path(tmp) / "ct2")
         if args.processes:
-            workers = Processes(names, Path(tmp), args.threads)
+            workers = ContenderProcesses(
+                names, "benchmarks.peers.opus_mt:runner", (tmp, args.threads)
+            )
         else:
             makers = {name: load_contender(name, Path(tmp), args.threads) for name in names}
     params = sum(p.numel() for p in hf.parameters())
@@ -289,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         for sents, batch in settings:
             if args.processes:
-                times, outputs = workers.timed(beam, args.steps, sents, batch, args.rounds)
+                times, outputs = workers.timed((beam, args.steps, sents, batch), args.rounds)
             else:
                 decoders = {name: make(beam, args.steps) for name, make in makers.items()}
                 times, outputs = timed(decoders, sents, batch, args.rounds)
