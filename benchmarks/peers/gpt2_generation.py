@@ -5,6 +5,7 @@ and nanoGPT's formulation, greedy, batch 1 and 16, new tokens/s with the token i
 
     python -m benchmarks.peers.gpt2_generation [--rounds 3] [--threads 2] [--prompt 16]
         [--new 32] [--batches 1,16] [--nanogpt-batches 1,16] [--profile] [--quick]
+        [--processes]
 
 One random-weight ``GPT2LMHeadModel`` (transformers' initialization, seed 0; 124 M
 parameters) is saved as a Hugging Face folder; attnkit reads it with

@@ -4,6 +4,7 @@ batch 64 throughput, with the token ids of every contender compared to attnkit's
 
     python -m benchmarks.peers.opus_mt [--rounds 3] [--threads 2] [--steps 32]
         [--latency-sentences 8] [--sentences 128] [--batch 64] [--beams 1,4] [--quick]
+        [--processes] [--only NAMES] [--batches 1,64] [--profile]
 
 One random-weight ``MarianMTModel`` (transformers' initialization, seed 0; ~75 M
 parameters at Helsinki-NLP/opus-mt-en-fr's shapes) is saved as a Hugging Face folder;
@@ -18,8 +19,12 @@ attnkit's step for step.
 
 Each setting (greedy or beam, batch 1 or batch 64) times its contenders in interleaved
 rounds (harness) and prints a table: ms per sentence (batch 1) or sentences/s (batch 64),
-median [min-max] over rounds, and attnkit's speed over each contender's, per round.
-Goals (issue 35): attnkit >= 1.5x HF and >= 0.5x CTranslate2 float32 in every row.
+median [min-max] over rounds, attnkit's and attnkit int8's speed over each contender's,
+per round, and the ids against attnkit's and each int8 engine's own float32's.
+``--processes`` runs every contender in its own process (``harness.ContenderProcesses``):
+CTranslate2 brings its own libgomp, and in one process with it attnkit ran up to 25%
+slower once it had run. Goals: attnkit >= 1.5x HF and >= 0.5x CTranslate2 float32 in every
+row (issue 35); attnkit int8 >= 1.0x CTranslate2 int8 (issue 47).
 """
 
 from __future__ import annotations
