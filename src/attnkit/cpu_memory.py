@@ -73,11 +73,8 @@ def keep_freed_memory() -> bool:
     if not _tuned():
         return False
     if _done is None:
-        mallopt = _load_libc()
-        _done = bool(
-            mallopt is not None
-            and mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
-            and mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+        _done = _mallopt_all(
+            (_M_MMAP_THRESHOLD, MMAP_THRESHOLD), (_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
         )
     return _done
 
@@ -94,13 +91,15 @@ def keep_large_blocks() -> bool:
     if not keep_freed_memory():
         return False
     if _large_done is None:
-        mallopt = _load_libc()
-        _large_done = bool(
-            mallopt is not None
-            and mallopt(_M_MMAP_MAX, 0) == 1
-            and mallopt(_M_TRIM_THRESHOLD, DECODING_TRIM_THRESHOLD) == 1
-        )
+        _large_done = _mallopt_all((_M_MMAP_MAX, 0), (_M_TRIM_THRESHOLD, DECODING_TRIM_THRESHOLD))
     return _large_done
+
+
+def _mallopt_all(*settings: tuple[int, int]) -> bool:
+    """``mallopt(param, value)`` for each setting in turn, stopping at the first refusal;
+    True when glibc took them all (False without glibc)."""
+    mallopt = _load_libc()
+    return mallopt is not None and all(mallopt(param, value) == 1 for param, value in settings)
 
 
 def _tuned() -> bool:
