@@ -79,6 +79,11 @@ def test_the_choice_by_device_dtype_and_length_and_its_override():
     assert choose_kernel(q32, short) == "sdpa"  # float32: the fused kernel (pinned numerics)
     assert choose_kernel(q16, short) == "matmul" and choose_kernel(q16, long) == "sdpa"
     assert choose_kernel(q16.half(), 16) == "matmul"
+    # one query per row over >= ONE_QUERY_MATMUL_MIN_ROWS batch x head rows: explicit
+    rows = kernels.ONE_QUERY_MATMUL_MIN_ROWS
+    assert choose_kernel(torch.zeros(rows // 8, 8, 1, 8), long) == "matmul"
+    assert choose_kernel(torch.zeros(rows // 8 - 1, 8, 1, 8), short) == "sdpa"
+    assert choose_kernel(torch.zeros(rows // 8, 8, 2, 8), short) == "sdpa"  # two queries
     try:
         assert set_attention_kernel("sdpa") == "auto"
         assert choose_kernel(q16, short) == "sdpa"

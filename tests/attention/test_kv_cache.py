@@ -31,6 +31,14 @@ def test_a_static_cache_keeps_its_first_keys_and_values():
     other_k, other_v = _kv(2, seed=3)
     keys, values = cache.update(other_k, other_v)
     assert keys is k and values is v and len(cache) == 5
+    strided = KVCache(static=True)  # a projection's transposed view: stored contiguous
+    k_view, v_view = (
+        k.transpose(1, 2).contiguous().transpose(1, 2),
+        v.transpose(2, 3).contiguous().transpose(2, 3),
+    )
+    keys, values = strided.update(k_view, v_view)
+    assert not k_view.is_contiguous() and keys.is_contiguous() and values.is_contiguous()
+    assert torch.equal(keys, k) and torch.equal(values, v)
 
 
 def test_copy_and_index_select_leave_the_original_as_it_was():
