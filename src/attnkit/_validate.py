@@ -31,10 +31,12 @@ __all__ = [
     "non_negative_number",
     "one_of",
     "optional",
+    "output_rows",
     "positive_int",
     "positive_number",
     "probability",
     "real",
+    "source_batch",
 ]
 
 
@@ -231,3 +233,43 @@ def token_ids(name: str, value: Any) -> Any:
         )
         raise TypeError(message.format(name=name, dtype=ids.dtype, shape=tuple(ids.shape)))
     return ids.long()
+
+
+def source_batch(src: Any, src_len: Any) -> None:
+    """Raise unless ``src`` is a (B, S) long tensor of source ids and ``src_len`` a (B,)
+    tensor of their lengths (decoding's and a shortlist's input)."""
+    import torch
+
+    if not isinstance(src, torch.Tensor):
+        message = _("src must be a (B, S) long tensor, got {type}")
+        raise TypeError(message.format(type=type(src).__name__))
+    if src.dim() != 2:
+        message = _("src must be a (B, S) long tensor, got shape {shape}")
+        raise ValueError(message.format(shape=tuple(src.shape)))
+    if src.dtype != torch.long:
+        message = _("src must be a (B, S) long tensor, got dtype {dtype}")
+        raise TypeError(message.format(dtype=src.dtype))
+    if not isinstance(src_len, torch.Tensor):
+        message = _("src_len must be a (B,) tensor, got {type}")
+        raise TypeError(message.format(type=type(src_len).__name__))
+    if tuple(src_len.shape) != (src.shape[0],):
+        message = _("src_len must have shape (B,) = ({batch},), got {shape}")
+        raise ValueError(message.format(batch=src.shape[0], shape=tuple(src_len.shape)))
+
+
+def output_rows(ids: Any, size: int) -> None:
+    """Raise unless ``ids`` is a (K,) long tensor of rows in [0, ``size``) (the output rows
+    a vocabulary shortlist keeps)."""
+    import torch
+
+    what = (
+        _type_name(ids) if not isinstance(ids, torch.Tensor)
+        else tuple(ids.shape) if ids.dim() != 1
+        else ids.dtype if ids.dtype != torch.long
+        else None
+    )  # fmt: skip
+    if what is not None:
+        raise TypeError(_("ids must be a (K,) long tensor, got {what}").format(what=what))
+    if ids.numel() and not 0 <= int(ids.min()) <= int(ids.max()) < size:
+        message = _("ids must be output rows in [0, {rows}), got ids in [{lo}, {hi}]")
+        raise ValueError(message.format(rows=size, lo=int(ids.min()), hi=int(ids.max())))

@@ -347,6 +347,12 @@ def test_rows_is_the_layer_of_the_chosen_output_rows_without_rounding_again():
         layer.rows(torch.tensor([1, 2], dtype=torch.int32))
     with pytest.raises(TypeError, match=r"ids must be a \(K,\) long tensor, got list"):
         layer.rows([1, 2])
+    with pytest.raises(TypeError, match=r"ids must be a \(K,\) long tensor, got \(1, 2\)"):
+        layer.rows(torch.tensor([[1, 2]]))
+    with pytest.raises(TypeError, match=r"weight must be a \(D_out, D_in\) float tensor, got "):
+        Int8Linear.of_weight(torch.ones(3, 4, dtype=torch.long))
+    with pytest.raises(TypeError, match=r"bias must be a \(3,\) tensor or None, got \(4,\)"):
+        Int8Linear.of_weight(torch.ones(3, 4), torch.ones(4))
 
 
 def test_a_tied_output_layer_runs_in_int8_and_training_in_float():

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from attnkit._validate import boolean, integer, positive_int, real
+from attnkit._validate import boolean, integer, positive_int, real, source_batch
 from attnkit.cpu_memory import keep_large_blocks
 from attnkit.i18n import _
 from attnkit.inference.eval_mode import evaluating
@@ -69,21 +69,7 @@ def check_decode_inputs(model: nn.Module, src: Tensor, src_len: Tensor, max_len:
         if not hasattr(model, name):
             message = _("model must be an EncoderDecoder with .{name}, got {type}")
             raise TypeError(message.format(name=name, type=type(model).__name__))
-    if not isinstance(src, Tensor):
-        message = _("src must be a (B, S) long tensor, got {type}")
-        raise TypeError(message.format(type=type(src).__name__))
-    if src.dim() != 2:
-        message = _("src must be a (B, S) long tensor, got shape {shape}")
-        raise ValueError(message.format(shape=tuple(src.shape)))
-    if src.dtype != torch.long:
-        message = _("src must be a (B, S) long tensor, got dtype {dtype}")
-        raise TypeError(message.format(dtype=src.dtype))
-    if not isinstance(src_len, Tensor):
-        message = _("src_len must be a (B,) tensor, got {type}")
-        raise TypeError(message.format(type=type(src_len).__name__))
-    if tuple(src_len.shape) != (src.shape[0],):
-        message = _("src_len must have shape (B,) = ({batch},), got {shape}")
-        raise ValueError(message.format(batch=src.shape[0], shape=tuple(src_len.shape)))
+    source_batch(src, src_len)
     positive_int("max_len", max_len)
 
 

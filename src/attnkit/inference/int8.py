@@ -51,7 +51,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnkit._validate import integer
+from attnkit._validate import integer, output_rows
 from attnkit.i18n import _
 from attnkit.inference import prepacked
 
@@ -119,9 +119,7 @@ def exact_int8_product() -> bool:
     )
     fbgemm = os.environ.get("FBGEMM_ENABLE_INSTRUCTIONS", "").upper()
     onednn = os.environ.get("ONEDNN_MAX_CPU_ISA", os.environ.get("DNNL_MAX_CPU_ISA", "")).upper()
-    held = fbgemm in ("AVX2", "AVX512", "AVX512_256") or onednn.startswith(
-        ("SSE", "AVX2", "AVX512_CORE") if onednn not in _ONEDNN_VNNI_ISAS else ()
-    )
+    held = fbgemm in ("AVX2", "AVX512", "AVX512_256") or onednn not in _ONEDNN_VNNI_ISAS
     return hardware and not held
 
 
@@ -205,6 +203,21 @@ class Int8Linear(nn.Module):
     def of_weight(cls, weight: Tensor, bias: Tensor | None = None) -> Int8Linear:
         """The int8 layer of a weight (D_out, D_in) and bias (D_out,) that no ``nn.Linear``
         owns (a tied output layer: an embedding table)."""
+        if not isinstance(weight, Tensor) or weight.dim() != 2 or not weight.is_floating_point():
+            what = (
+                (weight.dtype, tuple(weight.shape))
+                if isinstance(weight, Tensor)
+                else type(weight).__name__
+            )
+            raise TypeError(
+                _("weight must be a (D_out, D_in) float tensor, got {what}").format(what=what)
+            )
+        if bias is not None and (
+            not isinstance(bias, Tensor) or tuple(bias.shape) != weight.shape[:1]
+        ):
+            what = tuple(bias.shape) if isinstance(bias, Tensor) else type(bias).__name__
+            message = _("bias must be a ({rows},) tensor or None, got {what}")
+            raise TypeError(message.format(rows=weight.shape[0], what=what))
         linear = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None, device="meta")
         linear.weight = nn.Parameter(weight.detach(), requires_grad=False)
         if bias is not None:
@@ -215,16 +228,7 @@ class Int8Linear(nn.Module):
         """The layer of the output rows ``ids`` (K,) long, in that order: the same int8
         weights, scales and bias (not rounded again), its kernels packed anew. A vocabulary
         shortlist keeps the output layer's rows of its words."""
-        if not isinstance(ids, Tensor) or ids.dim() != 1 or ids.dtype != torch.long:
-            message = _("ids must be a (K,) long tensor, got {what}")
-            what = tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__
-            raise TypeError(message.format(what=what if not isinstance(ids, Tensor) or
-                                           ids.dim() != 1 else ids.dtype))  # fmt: skip
-        if ids.numel() and not 0 <= int(ids.min()) <= int(ids.max()) < self.out_features:
-            message = _("ids must be output rows in [0, {rows}), got ids in [{lo}, {hi}]")
-            raise ValueError(
-                message.format(rows=self.out_features, lo=int(ids.min()), hi=int(ids.max()))
-            )
+        output_rows(ids, self.out_features)
         layer = Int8Linear.__new__(Int8Linear)
         nn.Module.__init__(layer)
         bias = None if self.bias is None else self.bias[ids]

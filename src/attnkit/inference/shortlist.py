@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnkit._validate import non_negative_int, positive_int
+from attnkit._validate import non_negative_int, output_rows, positive_int, source_batch
 from attnkit.i18n import _
 from attnkit.inference.int8 import Int8Linear
 
@@ -80,9 +80,7 @@ class Shortlist:
         per_source = positive_int("per_source", per_source)
         frequent = non_negative_int("frequent", frequent)
         min_count = positive_int("min_count", min_count)
-        if len(sources) != len(targets) or not sources:
-            message = _("sources and targets must be equal, non-empty lists, got {n} and {m}")
-            raise ValueError(message.format(n=len(sources), m=len(targets)))
+        _check_pairs(sources, targets)
         keys, src_count, tgt_count = _cooccurrences(
             sources, targets, src_vocab_size, tgt_vocab_size
         )
@@ -105,6 +103,7 @@ class Shortlist:
     def words(self, src: Tensor, src_len: Tensor, keep: Sequence[int] = ()) -> Tensor:
         """The sorted target ids W (W,) long for a batch: its source words' lists, the
         frequent words and ``keep`` (``<eos>``). src (B, S) long, src_len (B,)."""
+        source_batch(src, src_len)
         valid = torch.arange(src.shape[1], device=src.device) < src_len[:, None]  # (B, S)
         ids = src[valid].cpu()
         if int(ids.numel()) and (int(ids.min()) < 0 or int(ids.max()) >= self.table.shape[0]):
@@ -127,9 +126,7 @@ class Shortlist:
         ``batch`` consecutive sentences, and the share of the targets' ids that are among
         their own sentence's words."""
         batch = positive_int("batch", batch)
-        if len(sources) != len(targets) or not sources:
-            message = _("sources and targets must be equal, non-empty lists, got {n} and {m}")
-            raise ValueError(message.format(n=len(sources), m=len(targets)))
+        _check_pairs(sources, targets)
 
         def words(rows):
             lengths = torch.tensor([len(r) for r in rows])
@@ -178,6 +175,17 @@ class Shortlist:
         )
 
 
+def _check_pairs(sources, targets) -> None:
+    """Parallel sentences as ids: two equal, non-empty lists of id lists."""
+    for name, value in (("sources", sources), ("targets", targets)):
+        if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+            message = _("{name} must be a list of id lists, got {type}")
+            raise TypeError(message.format(name=name, type=type(value).__name__))
+    if len(sources) != len(targets) or not sources:
+        message = _("sources and targets must be equal, non-empty lists, got {n} and {m}")
+        raise ValueError(message.format(n=len(sources), m=len(targets)))
+
+
 def _cooccurrences(sources, targets, src_vocab_size: int, tgt_vocab_size: int):
     """Every (source id, target id) meeting in a pair, once per pair, as keys
     s * V_tgt + t (P_all,) int64; and c(s), c(t): the sentences holding each id."""
@@ -216,6 +224,7 @@ def restricted_output(decoder: nn.Module, ids: Tensor) -> Iterator[None]:
     if not isinstance(dense, nn.Linear | Int8Linear):
         message = _("a shortlist needs a decoder whose output layer .dense is linear, got {type}")
         raise TypeError(message.format(type=type(dense).__name__))
+    output_rows(ids, dense.out_features)
     rows = dense.rows(ids) if isinstance(dense, Int8Linear) else _RowsLinear(dense, ids)
     decoder.dense = rows.train(dense.training)  # eval: the decoder's lean step still applies
     try:
