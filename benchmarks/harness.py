@@ -106,6 +106,22 @@ def _contender_worker(conn, loader: str, name: str, args: tuple) -> None:
         conn.send((time.perf_counter() - t0, output))
 
 
+def call_us(fn: Callable[[], object], *, calls: int | None = None, budget_s: float = 0.1,
+            warmup: int = 1) -> float:  # fmt: skip
+    """Microseconds per call of ``fn()``: after ``warmup`` calls, ``calls`` timed calls, or
+    as many as fit ``budget_s`` (3 to 300) when ``calls`` is None."""
+    for _ in range(warmup):
+        fn()
+    if calls is None:
+        t0 = time.perf_counter()
+        fn()
+        calls = max(3, min(300, int(budget_s / max(time.perf_counter() - t0, 1e-7))))
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
 def spread(values: list[float], fmt: str = "{:,.1f}") -> str:
     """``median [min-max]`` of ``values`` (just the value when there is one)."""
     med = statistics.median(values)

@@ -14,7 +14,6 @@ unrounded weights, relative to the largest |output|.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import torch
@@ -24,7 +23,7 @@ from torch import nn
 from attnkit.inference import int8
 from attnkit.inference.int8 import Int8Linear
 from attnkit.inference.prepacked import PrepackedLinear
-from benchmarks.harness import print_table, set_threads, spread
+from benchmarks.harness import call_us, print_table, set_threads, spread
 
 # (name, in, out) of OPUS-MT en-fr's decoder (width 512, FFN 2048, 59,514 ids)
 LAYERS = [
@@ -47,18 +46,6 @@ def isa_flags() -> str:
     except OSError:
         pass
     return f"vnni={torch.cpu._is_vnni_supported()}"
-
-
-def time_us(fn, budget_s: float) -> float:
-    """Microseconds per call, over as many calls as fit ``budget_s`` (3 to 300)."""
-    fn()
-    t0 = time.perf_counter()
-    fn()
-    calls = max(3, min(300, int(budget_s / max(time.perf_counter() - t0, 1e-7))))
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - t0) / calls * 1e6
 
 
 def layers(seed: int = 0):
@@ -114,7 +101,7 @@ def main() -> None:
                 times = {k: [] for k in KINDS}
                 for _ in range(args.rounds):
                     for k in KINDS:
-                        times[k].append(time_us(lambda f=fns[k], x=x: f(x), args.budget))
+                        times[k].append(call_us(lambda f=fns[k], x=x: f(x), budget_s=args.budget))
                 over = lambda a, b, t=times: spread(  # noqa: E731
                     [u / v for u, v in zip(t[a], t[b])], "{:.2f}x"
                 )

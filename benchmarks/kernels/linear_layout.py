@@ -12,7 +12,6 @@ Prints microseconds per call, median [min-max] over rounds, and the ratio to ``F
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
 import torch.nn.functional as F
@@ -21,7 +20,7 @@ from torch import nn
 from attnkit.inference import int8, prepacked
 from attnkit.inference.int8 import Int8Linear
 from attnkit.inference.prepacked import PrepackedLinear
-from benchmarks.harness import set_threads, spread
+from benchmarks.harness import call_us, set_threads, spread
 
 # (name, in, out) of the base recipe (d_model 256, FFN 1024, 4000 pieces)
 LAYERS = [
@@ -31,15 +30,6 @@ LAYERS = [
     ("FFN out (1024 -> 256)", 1024, 256),
     ("output (256 -> 4000)", 256, 4000),
 ]
-
-
-def _time_us(fn, fn_args: tuple, calls: int) -> float:
-    for _ in range(5):
-        fn(*fn_args)
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn(*fn_args)
-    return (time.perf_counter() - t0) / calls * 1e6
 
 
 def main() -> None:
@@ -74,7 +64,7 @@ def main() -> None:
                     }
                     for kind in kinds:
                         fn, fn_args = calls[kind]
-                        t = _time_us(fn, fn_args, args.calls)
+                        t = call_us(lambda f=fn, a=fn_args: f(*a), calls=args.calls, warmup=5)
                         results.setdefault((name, n, kind), []).append(t)
     header = (
         ["layer", "rows"] + [f"{k} us" for k in kinds] + [f"{k} vs F.linear" for k in kinds[1:]]

@@ -47,12 +47,10 @@ def ct2_gpt2(model, out: Path) -> list[str]:
     (float32 weights). Returns the tokens of the ids."""
     from ctranslate2.converters.transformers import GPT2Loader
 
+    from benchmarks.peers.real_sizes import save_ct2_spec
+
     vocab = Vocabulary(model.config.vocab_size, model.config.eos_token_id)
-    spec = GPT2Loader()(model, vocab)
-    spec.validate()
-    spec.optimize(quantization=None)
-    out.mkdir(parents=True, exist_ok=True)
-    spec.save(str(out))
+    save_ct2_spec(GPT2Loader()(model, vocab), out)
     return vocab.tokens
 
 

@@ -48,11 +48,9 @@ from benchmarks.harness import (
     ContenderProcesses,
     interleaved_times,
     ratio_table,
-    round_ratios,
     set_threads,
-    spread,
 )
-from benchmarks.peers.real_sizes import GPT2_SMALL, equal_rows, hf_gpt2
+from benchmarks.peers.real_sizes import GPT2_SMALL, hf_gpt2, int8_columns
 
 
 class CausalSelfAttention(nn.Module):
@@ -207,21 +205,6 @@ def profile_top(fns: dict, rows: int = 12) -> None:
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows))
 
 
-def extra_cells(times: dict[str, list[float]], outputs: dict[str, list]) -> dict:
-    """Per contender: attnkit int8's speed over its, per round; its ids against attnkit
-    float32's; an int8 contender's ids against its own float32 model's ("-" otherwise)."""
-    over = round_ratios(times, "attnkit int8")  # attnkit int8's time / its
-    own = {"attnkit int8": "attnkit", "CT2 int8": "CT2 float32"}
-    return {
-        name: [
-            "1.00x" if name == "attnkit int8" else spread([1 / r for r in over[name]], "{:.2f}x"),
-            equal_rows(outputs["attnkit"], ids),
-            equal_rows(outputs[own[name]], ids) if own.get(name) in outputs else "-",
-        ]
-        for name, ids in outputs.items()
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--rounds", type=int, default=3)
@@ -291,10 +274,10 @@ def main(argv: list[str] | None = None) -> int:
             outputs = {name: fn() for name, fn in fns.items()}  # warm-up; the ids compared
             times = interleaved_times(fns, repeats=args.rounds, warmup=0)
         print(f"\nbatch {batch}: {batch} x {args.new} new tokens a round")
+        headers, cells = int8_columns(times, outputs, "attnkit")
         ratio_table(
             times, "attnkit", unit="new tokens/s", shown=lambda t, n=batch * args.new: n / t,
-            extra=extra_cells(times, outputs), extra_headers=[
-                "attnkit int8 / it", "ids = attnkit's", "ids = its float32's"],
+            extra=cells, extra_headers=headers,
         )  # fmt: skip
         if args.profile and not args.processes:
             profile_top(fns)

@@ -40,11 +40,9 @@ from benchmarks.harness import (
     ContenderProcesses,
     interleaved_times,
     ratio_table,
-    round_ratios,
     set_threads,
-    spread,
 )
-from benchmarks.peers.real_sizes import OPUS_MT_EN_FR, ct2_marian, equal_rows, hf_marian
+from benchmarks.peers.real_sizes import OPUS_MT_EN_FR, ct2_marian, hf_marian, int8_columns
 
 PAD, EOS = OPUS_MT_EN_FR["pad_token_id"], OPUS_MT_EN_FR["eos_token_id"]
 START = OPUS_MT_EN_FR["decoder_start_token_id"]
@@ -128,10 +126,6 @@ def timed(decoders: dict, sentences: list[list[int]], batch: int, rounds: int):
     return interleaved_times(fns, repeats=rounds, warmup=0), outputs
 
 
-# each int8 engine's ids are compared with its own float32's as well
-OWN_FLOAT = {"attnkit int8": "attnkit", "CT2 int8": "CT2 float32"}
-
-
 def load_contender(name: str, folder: Path, threads: int):
     """In a worker process: ``name``'s model from the saved folders, and a function
     ``(beam, steps) -> decoder`` (one decoder per beam size, made once)."""
@@ -179,27 +173,16 @@ def runner(name: str, folder: str, threads: int):
 
 
 def report(title: str, times, outputs, n: int, batch: int) -> None:
-    """The ratio table, with "attnkit int8 / it" per round beside "attnkit / it" (issue 47:
-    attnkit int8 against CTranslate2 int8) and the ids against attnkit's and the engine's
-    own float32's."""
+    """The ratio table, with the ids against attnkit's and each int8 engine's own float32's
+    and "attnkit int8 / it" per round (issue 47: attnkit int8 against CTranslate2 int8)."""
     print(f"\n{title}")
     reference = "attnkit" if "attnkit" in times else next(iter(times))
-    int8 = round_ratios(times, "attnkit int8") if "attnkit int8" in times else None
-    extra = {}
-    for name, ids in outputs.items():
-        own = OWN_FLOAT.get(name)
-        cells = [equal_rows(outputs[reference], ids),
-                 equal_rows(outputs[own], ids) if own in outputs else ""]  # fmt: skip
-        if int8 is not None:
-            cells.append("1.00x" if name == "attnkit int8" else
-                         spread([1 / r for r in int8[name]], "{:.2f}x"))  # fmt: skip
-        extra[name] = cells
-    headers = [f"ids = {reference}'s", "ids = own float32's"]
+    headers, cells = int8_columns(times, outputs, reference)
     ratio_table(
         times, reference,
         unit="ms / sentence" if batch == 1 else "sentences/s",
         shown=(lambda t: t / n * 1e3) if batch == 1 else (lambda t: n / t),
-        extra=extra, extra_headers=headers + (["attnkit int8 / it"] if int8 else []),
+        extra=cells, extra_headers=headers,
     )  # fmt: skip
 
 

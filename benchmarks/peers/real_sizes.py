@@ -75,14 +75,43 @@ def ct2_marian(model, out: Path) -> list[str]:
 
     cfg = model.config
     vocab = _Vocabulary(cfg.vocab_size, cfg.eos_token_id, cfg.pad_token_id)
-    spec = MarianMTLoader()(model, vocab)
+    save_ct2_spec(MarianMTLoader()(model, vocab), out)
+    return vocab.tokens
+
+
+def save_ct2_spec(spec, out: Path) -> None:
+    """Validate a CTranslate2 model spec and save it into ``out`` with float32 weights
+    (``compute_type`` quantizes them when a translator or generator loads the folder)."""
     spec.validate()
     spec.optimize(quantization=None)
     out.mkdir(parents=True, exist_ok=True)
     spec.save(str(out))
-    return vocab.tokens
 
 
 def equal_rows(a: list[list[int]], b: list[list[int]]) -> str:
     """``n/N``: how many sequences of ``b`` are the same ids as ``a``'s."""
     return f"{sum(x == y for x, y in zip(a, b))}/{len(a)}"
+
+
+# each int8 engine's own float32 model: its ids are compared with that one's as well
+OWN_FLOAT = {"attnkit int8": "attnkit", "CT2 int8": "CT2 float32"}
+
+
+def int8_columns(times: dict[str, list[float]], outputs: dict[str, list], reference: str):
+    """The columns a table with int8 engines adds: (headers, {contender: cells}): the ids
+    against ``reference``'s and against the contender's own float32 model's (int8 engines),
+    and attnkit int8's speed over the contender's per round (when attnkit int8 runs)."""
+    from benchmarks.harness import round_ratios, spread
+
+    int8 = round_ratios(times, "attnkit int8") if "attnkit int8" in times else None
+    cells = {}
+    for name, ids in outputs.items():
+        own = OWN_FLOAT.get(name)
+        row = [equal_rows(outputs[reference], ids),
+               equal_rows(outputs[own], ids) if own in outputs else "-"]  # fmt: skip
+        if int8 is not None:
+            row.append("1.00x" if name == "attnkit int8" else
+                       spread([1 / r for r in int8[name]], "{:.2f}x"))  # fmt: skip
+        cells[name] = row
+    headers = [f"ids = {reference}'s", "ids = its float32's"]
+    return headers + (["attnkit int8 / it"] if int8 else []), cells
