@@ -39,23 +39,22 @@ def _bound(layer: Int8Linear, x: torch.Tensor, w: torch.Tensor, levels: int = 12
 
 
 @contextlib.contextmanager
+def _setting(name: str, value: int):
+    """``attnkit.inference.int8.<name>`` set to ``value`` within the block."""
+    saved = getattr(int8, name)
+    setattr(int8, name, value)
+    try:
+        yield
+    finally:
+        setattr(int8, name, saved)
+
+
 def _int8_product_from(work: int):
-    saved = int8.INT8_MIN_WORK
-    int8.INT8_MIN_WORK = work
-    try:
-        yield
-    finally:
-        int8.INT8_MIN_WORK = saved
+    return _setting("INT8_MIN_WORK", work)
 
 
-@contextlib.contextmanager
 def _onednn_from(work: int):
-    saved = int8.ONEDNN_MIN_WORK
-    int8.ONEDNN_MIN_WORK = work
-    try:
-        yield
-    finally:
-        int8.ONEDNN_MIN_WORK = saved
+    return _setting("ONEDNN_MIN_WORK", work)
 
 
 @pytest.mark.parametrize("seven", [True, False])
