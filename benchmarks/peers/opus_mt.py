@@ -187,10 +187,11 @@ def report(title: str, times, outputs, n: int, batch: int) -> None:
 
 
 def profile_top(decoders: dict, batch: list[list[int]], rows: int = 12) -> None:
-    """The top operators (self CPU time) of one batch translated by attnkit and by HF."""
+    """The top operators (self CPU time) of one batch translated by each of attnkit,
+    attnkit int8 and HF that ``--only`` keeps (CTranslate2's are not torch operators)."""
     from torch.profiler import ProfilerActivity, profile
 
-    for name in ("attnkit", "HF generate"):
+    for name in [n for n in ("attnkit", "attnkit int8", "HF generate") if n in decoders]:
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             decoders[name](batch)
         print(f"\nprofile of one batch of {len(batch)}, {name}")

@@ -30,6 +30,7 @@ from attnkit.cpu_memory import keep_large_blocks
 from attnkit.i18n import _
 from attnkit.inference.beam_search import BeamSearch, check_decode_inputs, check_suppress
 from attnkit.inference.eval_mode import evaluating
+from attnkit.inference.row_top import row_argmax
 from attnkit.inference.shortlist import OutputColumns, Shortlist
 
 __all__ = [
@@ -145,10 +146,10 @@ def _greedy(
         logits, state = decoder(y, state)  # (B', 1, V)
         if on_step is not None:
             on_step(decoder)
-        last = logits[:, -1]  # (B', V)
+        last = logits[:, -1]  # (B', V): this step's own logits, filled in place
         if banned is not None:
-            last = last.index_fill(-1, banned, float("-inf"))
-        y = columns.ids(last.argmax(dim=-1, keepdim=True))  # (B', 1) target ids
+            last.index_fill_(-1, banned, float("-inf"))
+        y = columns.ids(row_argmax(last)[:, None])  # (B', 1) target ids
         if force_eos and t == max_len - 1:
             y = torch.full_like(y, eos_id)
         out[alive, t] = y[:, 0]

@@ -23,6 +23,7 @@ from torch import Tensor
 
 from attnkit._validate import non_negative_int, optional, positive_int, real
 from attnkit.i18n import N_, _
+from attnkit.inference.row_top import row_argmax
 
 __all__ = ["check_top_p", "next_token_probs", "token_picker"]
 
@@ -99,7 +100,7 @@ def token_picker(
 
     def pick(logits: Tensor) -> Tensor:
         if temperature == 0:
-            return logits.argmax(dim=-1).cpu()
+            return row_argmax(logits).cpu()
         probs = next_token_probs(logits, temperature, top_k, top_p).cpu()  # (B, V)
         return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
