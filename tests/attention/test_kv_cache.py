@@ -124,3 +124,29 @@ def test_copies_share_the_room_and_only_the_one_at_its_end_writes_in_place():
     picked.update(parts[0][0][:2], parts[0][1][:2])
     assert picked.keys.data_ptr() == ptr and len(picked) == 3  # the kept room was used
     assert torch.equal(picked.keys[:, :, 2], parts[0][0][:2, :, 0])
+
+
+@pytest.mark.parametrize("capacity", [None, 4])
+def test_a_cache_with_a_dtype_stores_and_keeps_its_precision(capacity):
+    """dtype=bfloat16: every update is stored rounded to it (appending, preallocated or
+    static), and copies and row selections keep it."""
+    bf16 = torch.bfloat16
+    cache = KVCache(capacity=capacity, dtype=bf16)
+    k1, v1 = _kv(3)
+    k2, v2 = _kv(2, seed=1)
+    cache.update(k1, v1)
+    keys, values = cache.update(k2, v2)
+    assert keys.dtype == values.dtype == bf16 and len(cache) == 5
+    assert torch.equal(keys, torch.cat([k1, k2], 2).to(bf16))
+    assert torch.equal(values, torch.cat([v1, v2], 2).to(bf16))
+    rows = cache.index_select(torch.tensor([1, 0]))
+    assert rows.dtype == bf16 and torch.equal(rows.keys, keys[[1, 0]])
+    assert rows.update(*_kv(1, seed=2))[0].dtype == bf16 and cache.copy().dtype == bf16
+    static = KVCache(static=True, dtype=bf16)
+    assert torch.equal(static.update(k1, v1)[1], v1.to(bf16)) and static.keys.dtype == bf16
+    assert KVCache(k1, v1, dtype=bf16).keys.dtype == bf16  # given tensors too
+    assert "dtype=torch.bfloat16" in repr(cache)
+    with pytest.raises(TypeError, match=r"dtype must be a floating torch\.dtype"):
+        KVCache(dtype=torch.int8)
+    with pytest.raises(TypeError, match=r"dtype must be a floating torch\.dtype"):
+        KVCache(dtype="bfloat16")

@@ -21,6 +21,7 @@ from attnkit.inference import int8
 from attnkit.inference.int8 import Int8Linear, quantize_int8
 from attnkit.inference.prepacked import PrepackedLinear
 from attnkit.inference.translator import Translator
+from attnkit.models.transformer import TransformerConfig, build_transformer
 
 pytestmark = pytest.mark.skipif(
     not int8.available(), reason="this PyTorch has no oneDNN int8 linear operators"
@@ -386,3 +387,28 @@ def test_a_tied_output_layer_runs_in_int8_and_training_in_float():
         torch.testing.assert_close(
             model._logits(h), F.linear(h, E), rtol=0.05, atol=0.05 * float(h.abs().max())
         )
+
+
+def test_int8_keeps_a_translators_memory_caches_in_bf16_where_the_cpu_computes_in_it(
+    monkeypatch,
+):
+    """int8_cache_dtype: bf16 with AVX-512 BF16 or AMX, float32 (None) without or with
+    ATTNKIT_INT8_CACHE=float32; quantize_int8 hands it to the decoder's memory caches."""
+    cpu = torch.cpu
+    for bf16, amx, env, expected in [
+        (True, False, None, torch.bfloat16),
+        (False, True, None, torch.bfloat16),
+        (False, False, None, None),
+        (True, True, "float32", None),
+    ]:
+        monkeypatch.setattr(cpu, "_is_avx512_bf16_supported", lambda v=bf16: v, raising=False)
+        monkeypatch.setattr(cpu, "_is_amx_tile_supported", lambda v=amx: v, raising=False)
+        if env is None:
+            monkeypatch.delenv("ATTNKIT_INT8_CACHE", raising=False)
+        else:
+            monkeypatch.setenv("ATTNKIT_INT8_CACHE", env)
+        assert int8.int8_cache_dtype() is expected, (bf16, amx, env)
+        torch.manual_seed(0)
+        model = build_transformer(TransformerConfig(d_model=16, num_heads=2, d_ff=32), 9, 9)
+        quantize_int8(model)
+        assert model.decoder.memory_cache_dtype is expected

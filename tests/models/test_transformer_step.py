@@ -158,3 +158,26 @@ def test_a_changed_sublayer_takes_the_modules(change):
 
         decoder.__class__ = Shifted
     assert not _applies_after_one_step(model, src, src_len)
+
+
+def test_a_bf16_memory_cache_attends_in_bf16_on_both_paths(monkeypatch):
+    """memory_cache_dtype=bfloat16 (int8's choice where the CPU computes in bf16): the
+    encoder memory's caches hold bf16 keys and values, the lean step and the modules
+    compute the same logits, and they stay close to float32's."""
+    model, src, src_len = _model(False, True)
+    reference = _steps(model, src, src_len)
+    model.decoder.memory_cache_dtype = torch.bfloat16
+    with torch.no_grad():
+        state = model.decoder.init_state(model.encoder(src, src_len), src_len)
+        _, state = model.decoder(torch.ones(4, 1, dtype=torch.long), state)
+    cross = state[2][0].cross_attention
+    assert cross.keys.dtype == cross.values.dtype == torch.bfloat16
+    assert state[2][0].self_attention.keys.dtype == torch.float32
+    lean = _steps(model, src, src_len)
+    monkeypatch.setattr(transformer_step, "applies", lambda *a: False)
+    modules = _steps(model, src, src_len)
+    assert lean.dtype == modules.dtype == torch.float32
+    torch.testing.assert_close(lean, modules, rtol=0, atol=0)
+    # bf16 keeps 8 significant bits: logits within 2% of their spread, not bit for bit
+    error = (lean - reference).abs().max()
+    assert 0 < error < 0.02 * (reference.max() - reference.min())

@@ -294,10 +294,15 @@ class MultiHeadAttention(nn.Module):
             if k.shape[0] != q.shape[0]:
                 message = _("the cache holds {cached} rows but the queries {batch}")
                 raise ValueError(message.format(cached=k.shape[0], batch=q.shape[0]))
+        dtype = q.dtype
+        if k.dtype != dtype:  # a cache kept in its own precision (KVCache dtype): attend in it
+            q = q.to(k.dtype)
         B, _heads, Q, _dh = q.shape
         want = need_weights or self.wants_weights()
         p = self.dropout if self.training else 0.0
         out, weights = self._attend(q, k, v, valid_lens, causal, want, p)  # (B, H, Q, Dh)
+        if out.dtype != dtype:
+            out, weights = out.to(dtype), None if weights is None else weights.to(dtype)
         self.attention_weights = weights  # (B, H, Q, K) or None
         note_weights(self, weights)  # into this thread's record_attention() block
         out = self.W_o(out.transpose(1, 2).reshape(B, Q, self.num_hiddens))  # (B, Q, D)

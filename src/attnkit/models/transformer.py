@@ -328,6 +328,10 @@ class TransformerDecoder(_TokenStack, AttentionDecoder):
     State: ``[enc_outputs (B, S, D), enc_valid_lens (B,) | None, caches (list per block)]``.
     """
 
+    # the encoder memory's key/value caches' precision (KVCache dtype; None: the
+    # activations'), set by quantize_int8 (int8_cache_dtype)
+    memory_cache_dtype: torch.dtype | None = None
+
     def __init__(
         self, vocab_size: int, config: TransformerConfig, make_block: Callable | None = None
     ) -> None:
@@ -343,9 +347,11 @@ class TransformerDecoder(_TokenStack, AttentionDecoder):
         """enc_outputs (B, S, D), enc_valid_lens (B,) -> the state before position 0. The
         self-attention caches preallocate ``DECODE_ROOM`` positions (doubled as needed):
         decoding one position at a time then writes each in place."""
+        dtype = self.memory_cache_dtype
         caches = [
-            BlockCache(KVCache(capacity=DECODE_ROOM)) for _ in range(self.num_layers)
-        ]  # fmt: skip
+            BlockCache(KVCache(capacity=DECODE_ROOM), KVCache(static=True, dtype=dtype))
+            for _ in range(self.num_layers)
+        ]
         return [enc_outputs, enc_valid_lens, caches]
 
     def forward(self, X: Tensor, state: list) -> tuple[Tensor, list]:

@@ -152,8 +152,14 @@ def _self_attention(blk, h: Tensor, cache) -> Tensor:
     q, k, v = qkv.view(B, 1, 3, H, -1).unbind(2)  # (B, 1, H, Dh) each
     q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, H, 1, Dh)
     keys, values = cache.self_attention.update(k, v)  # (B, H, t + 1, Dh)
-    out = scaled_dot_product(q, keys, values)[0]  # (B, H, 1, Dh)
+    out = _attend(q, keys, values, None)  # (B, H, 1, Dh)
     return attention.W_o.forward(out.reshape(B, 1, attention.num_hiddens))
+
+
+def _attend(q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
+    """q (B, H, 1, Dh) over keys, values (B, H, K, Dh) in the cache's precision (q cast to
+    it, the output back: ``KVCache`` dtype) -> (B, H, 1, Dh) in q's."""
+    return scaled_dot_product(q.to(keys.dtype), keys, values, mask)[0].to(q.dtype)
 
 
 def _cross_attention(blk, h: Tensor, cache, mask: Tensor | None) -> Tensor:
@@ -167,7 +173,7 @@ def _cross_attention(blk, h: Tensor, cache, mask: Tensor | None) -> Tensor:
         q = F.linear(h, W.weight[:D], None if W.bias is None else W.bias[:D])  # (B, 1, D)
     q = q.view(B, 1, attention.num_heads, -1).transpose(1, 2)  # (B, H, 1, Dh)
     keys, values = cache.cross_attention.keys, cache.cross_attention.values  # (B, H, S, Dh)
-    out = scaled_dot_product(q, keys, values, mask)[0]  # (B, H, 1, Dh)
+    out = _attend(q, keys, values, mask)  # (B, H, 1, Dh)
     return attention.W_o.forward(out.reshape(B, 1, D))
 
 
