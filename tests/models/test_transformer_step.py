@@ -9,7 +9,7 @@ import torch
 from attnkit.attention.recording import record_attention
 from attnkit.inference.decoding import greedy_decode
 from attnkit.inference.prepacked import prepack_linears
-from attnkit.models import transformer_step
+from attnkit.models import transformer, transformer_step
 from attnkit.models.transformer import DecoderBlock, TransformerConfig, build_transformer
 
 
@@ -167,9 +167,16 @@ def test_a_bf16_memory_cache_attends_in_bf16_on_both_paths(monkeypatch):
     model, src, src_len = _model(False, True)
     reference = _steps(model, src, src_len)
     model.decoder.memory_cache_dtype = torch.bfloat16
-    with torch.no_grad():
-        state = model.decoder.init_state(model.encoder(src, src_len), src_len)
-        _, state = model.decoder(torch.ones(4, 1, dtype=torch.long), state)
+
+    def first_cross_cache():
+        with torch.no_grad():
+            state = model.decoder.init_state(model.encoder(src, src_len), src_len)
+            _, state = model.decoder(torch.ones(4, 1, dtype=torch.long), state)
+        return state
+
+    assert first_cross_cache()[2][0].cross_attention.dtype is None  # 4 sentences: float32
+    monkeypatch.setattr(transformer, "MEMORY_CACHE_DTYPE_MIN_ROWS", 4)
+    state = first_cross_cache()
     cross = state[2][0].cross_attention
     assert cross.keys.dtype == cross.values.dtype == torch.bfloat16
     assert state[2][0].self_attention.keys.dtype == torch.float32

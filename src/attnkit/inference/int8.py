@@ -132,7 +132,8 @@ def int8_cache_dtype() -> torch.dtype | None:
     cross-attention reads every source position of every row once per layer: bound by
     memory at a large batch or beam, its products ran 2-2.3x faster on half the bytes
     (2026-12-07, the AVX-512 EPYC; beam 4 at batch 64 of OPUS-MT's shapes 2% faster in
-    all). Its rounding (8 significant bits) is finer than the int8 products' inputs' (127
+    all), from ``MEMORY_CACHE_DTYPE_MIN_ROWS`` sentences (attnkit.models.transformer: a
+    small batch attends faster in float32). Its rounding (8 significant bits) is finer than the int8 products' inputs' (127
     steps of a row's range). The self-attention caches stay float32: they are views into
     room to append, and PyTorch's bf16 products copy such views first."""
     if os.environ.get("ATTNKIT_INT8_CACHE", "").strip().lower() in ("float32", "fp32"):
