@@ -389,16 +389,18 @@ def test_a_tied_output_layer_runs_in_int8_and_training_in_float():
         )
 
 
-def test_int8_keeps_a_translators_memory_caches_in_bf16_where_the_cpu_computes_in_it(
+def test_int8_keeps_a_translators_memory_caches_in_bf16_on_request_where_the_cpu_computes_in_it(
     monkeypatch,
 ):
-    """int8_cache_dtype: bf16 with AVX-512 BF16 or AMX, float32 (None) without or with
-    ATTNKIT_INT8_CACHE=float32; quantize_int8 hands it to the decoder's memory caches."""
+    """int8_cache_dtype: bf16 with ATTNKIT_INT8_CACHE=bfloat16 on AVX-512 BF16 or AMX,
+    float32 (None) without the CPU's bf16 or by default; quantize_int8 hands it to the
+    decoder's memory caches."""
     cpu = torch.cpu
     for bf16, amx, env, expected in [
-        (True, False, None, torch.bfloat16),
-        (False, True, None, torch.bfloat16),
-        (False, False, None, None),
+        (True, False, "bfloat16", torch.bfloat16),
+        (False, True, "bf16", torch.bfloat16),
+        (False, False, "bfloat16", None),
+        (True, True, None, None),
         (True, True, "float32", None),
     ]:
         monkeypatch.setattr(cpu, "_is_avx512_bf16_supported", lambda v=bf16: v, raising=False)

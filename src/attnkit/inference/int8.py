@@ -30,9 +30,8 @@ products in saturating 16-bit lanes), FBGEMM runs with 7-bit inputs (``reduce_ra
 pair of products stays within 16 bits, so the sums are exact, each input rounded twice as
 coarsely) where :func:`int8_without_vnni` says so, else the float32 product of the same
 rounded weights; the float32 product too without FBGEMM below ``_ONEDNN_ALONE_MIN_WORK``.
-Embeddings and LayerNorms stay float32; attention's own products too, except over a
-decoder's key/value caches of the encoder memory, kept in bfloat16 where the CPU computes
-in it (:func:`int8_cache_dtype`). Outputs change slightly: the tests bound each layer's
+Embeddings, LayerNorms and attention's own products stay float32 (a decoder's caches of
+the encoder memory in bfloat16 on request: :func:`int8_cache_dtype`). Outputs change slightly: the tests bound each layer's
 error and count changed next tokens; ``benchmarks/peers/translation.py decode`` and
 ``benchmarks/peers/opus_mt.py`` measure speed and changed outputs on whole models.
 
@@ -127,16 +126,17 @@ def exact_int8_product() -> bool:
 
 def int8_cache_dtype() -> torch.dtype | None:
     """The precision ``quantize_int8`` gives a decoder's key/value caches of the encoder
-    memory: bfloat16 where the CPU computes in it (AVX-512 BF16 or AMX), else None (the
-    activations' float32); ``ATTNKIT_INT8_CACHE=float32`` keeps float32. A decoding step's
-    cross-attention reads every source position of every row once per layer: bound by
-    memory at a large batch or beam, its products ran 2-2.3x faster on half the bytes
-    (2026-12-07, the AVX-512 EPYC; beam 4 at batch 64 of OPUS-MT's shapes 2% faster in
-    all), from ``MEMORY_CACHE_DTYPE_MIN_ROWS`` sentences (attnkit.models.transformer: a
-    small batch attends faster in float32). Its rounding (8 significant bits) is finer than the int8 products' inputs' (127
-    steps of a row's range). The self-attention caches stay float32: they are views into
-    room to append, and PyTorch's bf16 products copy such views first."""
-    if os.environ.get("ATTNKIT_INT8_CACHE", "").strip().lower() in ("float32", "fp32"):
+    memory: None (the activations' float32) unless ``ATTNKIT_INT8_CACHE=bfloat16`` asks for
+    bfloat16 and the CPU computes in it (AVX-512 BF16 or AMX). A decoding step's
+    cross-attention reads every source position of every row once per layer; at a large
+    batch or beam that is bound by memory, and its products ran 2-2.3x faster on half the
+    bytes (2026-12-07, the AVX-512 EPYC: beam 4 at batch 64 of OPUS-MT's shapes 2% faster in
+    all, from ``MEMORY_CACHE_DTYPE_MIN_ROWS`` sentences). Off by default: PyTorch's bf16
+    products pay a fixed cost per call and lay out a new kernel for every new shape, so on
+    the 30-minute Tatoeba model (short sentences, of every length) decoding was slower, the
+    first pass over its test sentences 4x. Its rounding (8 significant bits) is finer than
+    the int8 products' inputs' (127 steps of a row's range)."""
+    if os.environ.get("ATTNKIT_INT8_CACHE", "").strip().lower() not in ("bfloat16", "bf16"):
         return None
     cpu = getattr(torch, "cpu", None)
     native = any(
