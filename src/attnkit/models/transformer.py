@@ -39,7 +39,7 @@ from attnkit.attention.masking import attention_mask
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import SINUSOIDAL_LAYOUTS, PositionalEncoding
 from attnkit.i18n import _
-from attnkit.models import transformer_step
+from attnkit.models import transformer_step, valid_rows
 from attnkit.models.activations import activation_module, check_activation
 from attnkit.models.seq2seq import (
     AttentionDecoder,
@@ -208,10 +208,18 @@ class EncoderBlock(_Sublayers, nn.Module):
         self.ffn = self._make_ffn(c)
         self.addnorm2 = AddNorm(c.d_model, c.dropout, c.pre_norm)
 
-    def forward(self, X: Tensor, valid_lens: Tensor | None = None) -> Tensor:
+    def forward(
+        self, X: Tensor, valid_lens: Tensor | None = None, *, rows: Tensor | None = None
+    ) -> Tensor:
         """X (B, S, D) -> (B, S, D); valid_lens: key lengths (B,) or a bool mask
-        broadcastable to (B, H, S, S), True = attend (the encoder passes (B, 1, 1, S))."""
+        broadcastable to (B, H, S, S), True = attend (the encoder passes (B, 1, 1, S));
+        rows (N,): the FFN of those flat positions only, the others kept (valid_rows)."""
         Y = self.addnorm1(X, self.attention(self.addnorm1.pre(X), valid_lens=valid_lens))
+        if rows is not None:
+            return valid_rows.on_valid_rows(Y, rows, self._ffn_sublayer)
+        return self._ffn_sublayer(Y)
+
+    def _ffn_sublayer(self, Y: Tensor) -> Tensor:  # (..., D) -> (..., D): AddNorm(Y, FFN(Y))
         return self.addnorm2(Y, self.ffn(self.addnorm2.pre(Y)))
 
 
@@ -284,9 +292,14 @@ class TransformerEncoder(_TokenStack, Encoder):
         """X (B, S) token ids, valid_lens (B,) -> (B, S, D)."""
         _check_ids(X, self.vocab_size, "src")
         mask = padding_mask(valid_lens, X.shape[0], X.shape[1], X.device)
+        inference = not self.training and not torch.is_grad_enabled()
+        rows = valid_rows.valid_rows(valid_lens, *X.shape) if inference else None
         X = self._embed(X)
         for blk in self.blks:
-            X = blk(X, mask)  # called as a module: forward hooks on blocks fire
+            if rows is not None and type(blk) is EncoderBlock and not transformer_step.hooked(blk):
+                X = blk(X, mask, rows=rows)  # the FFN of the valid positions only
+            else:
+                X = blk(X, mask)  # called as a module: forward hooks on blocks fire
         return self.final_norm(X)
 
     @property

@@ -69,6 +69,14 @@ def applies(decoder, X: Tensor, caches: list, standard: tuple) -> bool:
     return not _hooked_or_training(decoder)
 
 
+def hooked(module: nn.Module) -> bool:
+    """Whether a forward (pre-)hook would see a module's calls (a global one, or one on it or
+    below it), or it trains: then a shortcut must not replace its modules' calls."""
+    if _hooks._global_forward_hooks or _hooks._global_forward_pre_hooks:
+        return True
+    return _hooked_or_training(module)
+
+
 def _hooked_or_training(module: nn.Module) -> bool:
     """Whether the module or one below it has a forward (pre-)hook or is in training mode
     (a plain recursion: ``modules()``' bookkeeping cost more than the rest of this check)."""
