@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
@@ -41,6 +41,7 @@ from attnkit.attention.positional import SINUSOIDAL_LAYOUTS, PositionalEncoding
 from attnkit.i18n import _
 from attnkit.models import transformer_step, valid_rows
 from attnkit.models.activations import activation_module, check_activation
+from attnkit.models.block_cache import BlockCache
 from attnkit.models.seq2seq import (
     AttentionDecoder,
     Encoder,
@@ -68,32 +69,6 @@ DECODE_ROOM = 32  # positions a decoder's self-attention caches preallocate (KVC
 # sentences from which the memory caches take memory_cache_dtype (OPUS-MT's shapes in bf16,
 # 2026-12-07: greedy at batch 1 19% slower, the products' fixed cost; beam 4 at 64 2% faster)
 MEMORY_CACHE_DTYPE_MIN_ROWS = 64
-
-
-@dataclass
-class BlockCache:
-    """A decoder block's caches: its self-attention's keys/values of the positions decoded
-    so far, and its encoder-decoder attention's keys/values of the encoder output."""
-
-    self_attention: KVCache = field(default_factory=KVCache)
-    cross_attention: KVCache = field(default_factory=lambda: KVCache(static=True))
-
-    def __len__(self) -> int:
-        """Positions decoded so far."""
-        return len(self.self_attention)
-
-    def copy(self) -> BlockCache:
-        """A new cache holding the same tensors (updating it leaves this one as it is)."""
-        return BlockCache(self.self_attention.copy(), self.cross_attention.copy())
-
-    def index_select(self, index: Tensor, *, same_sources: bool = False) -> BlockCache:
-        """A new cache with batch rows ``index`` (B',); ``same_sources``: the encoder
-        keys/values are kept as they are (see ``Decoder.reorder_state``)."""
-        cross = self.cross_attention
-        return BlockCache(
-            self.self_attention.index_select(index),
-            cross.copy() if same_sources else cross.index_select(index),
-        )
 
 
 @dataclass(frozen=True)
