@@ -158,9 +158,10 @@ def test_reorder_state_selects_rows():
     torch.testing.assert_close(re[0], enc[idx])
     old, new = state[2][1].self_attention, re[2][1].self_attention
     torch.testing.assert_close(new.keys, old.keys[idx])
-    torch.testing.assert_close(
-        re[2][1].cross_attention.values, state[2][1].cross_attention.values[idx]
-    )
+    # the memory's rows held once, read through a row map (row 0 twice)
+    cross = re[2][1].cross_attention
+    assert cross.row_map is not None and cross.row_map.rows.tolist() == [2, 0, 0]
+    torch.testing.assert_close(cross.per_row()[1], state[2][1].cross_attention.values[idx])
     nxt_a = model.decoder(tgt[idx, 2:3], re)[0]
     nxt_b = model.decoder(tgt[:, 2:3], state)[0][idx]
     torch.testing.assert_close(nxt_a, nxt_b, atol=1e-5, rtol=1e-5)

@@ -15,7 +15,10 @@ them, already projected and split into heads, so each step projects only what is
 
 A ``MultiHeadAttention`` forward given a cache updates it in place. ``copy`` (the same
 tensors, a new holder) and ``index_select`` (rows kept or reordered, as beam search does)
-give new caches and leave the old one as it was.
+give new caches and leave the old one as it was. A static cache reordered so that a row
+is read more than once (beam search's k hypotheses of one sentence) keeps its rows and a
+``row_map`` instead of copies (``attention.row_map``); ``update`` then returns one row per
+query row, and the decoder's step attends through the map.
 
 ``KVCache(dtype=torch.bfloat16)`` stores the keys and values in that precision (converted
 as they come) and returns them so: attention then runs in it (``MultiHeadAttention`` and
@@ -45,6 +48,7 @@ import torch
 from torch import Tensor
 
 from attnkit._validate import boolean, optional, positive_int
+from attnkit.attention.row_map import RowMap, repeats, select
 from attnkit.i18n import _
 
 __all__ = ["KVCache"]
@@ -53,7 +57,7 @@ __all__ = ["KVCache"]
 class KVCache:
     """Projected keys and values of the positions attended so far, each (B, H, T, Dh)."""
 
-    __slots__ = ("_room", "capacity", "dtype", "keys", "static", "values")
+    __slots__ = ("_room", "capacity", "dtype", "keys", "row_map", "static", "values")
 
     def __init__(
         self,
@@ -85,6 +89,8 @@ class KVCache:
         if self.capacity is not None and self.static:
             raise ValueError(_("capacity is for appending caches: a static cache holds one memory"))
         self._room: _Room | None = None  # the preallocated buffers (with capacity)
+        # a static cache's query rows -> its rows, set by index_select (attention.row_map)
+        self.row_map: RowMap | None = None
 
     def __len__(self) -> int:
         """Positions held (T)."""
@@ -99,7 +105,7 @@ class KVCache:
         """Add the new positions' keys and values, (B, H, T_new, Dh) each, and return all
         the positions held; a filled static cache returns its own and ignores these."""
         if self.static and self.filled:
-            return self.keys, self.values
+            return self.per_row()
         _check_heads("keys", keys)
         _check_heads("values", values)
         if self.keys is not None:
@@ -124,6 +130,15 @@ class KVCache:
             keys, values = keys.contiguous(), values.contiguous()
         self.keys, self.values, self._room = keys, values, None
         return keys, values
+
+    def per_row(self) -> tuple[Tensor, Tensor]:
+        """The keys and values of each query row, (R, H, T, Dh) each: ``keys`` and
+        ``values`` themselves, or with a ``row_map`` (which holds the memory's rows once)
+        the rows it names, gathered."""
+        if self.row_map is None or self.keys is None:
+            return self.keys, self.values
+        rows = self.row_map.rows
+        return self.keys.index_select(0, rows), self.values.index_select(0, rows)
 
     def _write(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
         """Write the new positions into the buffers, after the held ones: in place when
@@ -161,6 +176,7 @@ class KVCache:
             self.keys, self.values, static=self.static, capacity=self.capacity, dtype=self.dtype
         )
         twin._room = self._room  # shared: see the module's doc
+        twin.row_map = self.row_map
         return twin
 
     def index_select(self, index: Tensor) -> KVCache:
@@ -168,6 +184,16 @@ class KVCache:
         as much again as it holds, when this one has a buffer)."""
         if self.keys is None:
             return KVCache(static=self.static, capacity=self.capacity, dtype=self.dtype)
+        if self.static and (self.row_map is not None or repeats(index)):
+            # rows read more than once (beams of one sentence): a map, not copies
+            rows = None if self.row_map is None else self.row_map.rows
+            row_map, keep = select(rows, index, self.keys.shape[0])
+            keys, values = self.keys, self.values
+            if keep is not None:  # the map uses less than half of the rows: compacted
+                keys, values = keys.index_select(0, keep), values.index_select(0, keep)
+            cache = KVCache(keys, values, static=True, dtype=self.dtype)
+            cache.row_map = row_map
+            return cache
         if self._room is None or self.static:
             return KVCache(
                 self.keys.index_select(0, index),

@@ -33,6 +33,7 @@ from torch import Tensor, nn
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import PositionalEncoding
 from attnkit.attention.recording import recording
+from attnkit.attention.row_map import attend_by_rows
 from attnkit.attention.single_head import scaled_dot_product
 from attnkit.models.activations import activation_function
 
@@ -180,8 +181,12 @@ def _cross_attention(blk, h: Tensor, cache, mask: Tensor | None) -> Tensor:
     else:
         q = F.linear(h, W.weight[:D], None if W.bias is None else W.bias[:D])  # (B, 1, D)
     q = q.view(B, 1, attention.num_heads, -1).transpose(1, 2)  # (B, H, 1, Dh)
-    keys, values = cache.cross_attention.keys, cache.cross_attention.values  # (B, H, S, Dh)
-    out = _attend(q, keys, values, mask)  # (B, H, 1, Dh)
+    cross = cache.cross_attention
+    keys, values = cross.keys, cross.values  # (B, H, S, Dh), or (B_src, ...) with a row map
+    if cross.row_map is not None:  # beams sharing their sentence's memory rows
+        out = attend_by_rows(q.to(keys.dtype), keys, values, cross.row_map, mask).to(q.dtype)
+    else:
+        out = _attend(q, keys, values, mask)  # (B, H, 1, Dh)
     return attention.W_o.forward(out.reshape(B, 1, D))
 
 
