@@ -40,7 +40,8 @@ def test_reorders_compose_and_a_sparse_map_compacts():
     assert second.slots.tolist() == [0, 1, 2, 0] and second.width == 3
 
 
-def test_a_static_cache_keeps_one_copy_of_the_memory_for_repeated_rows():
+def test_a_static_cache_keeps_one_copy_of_the_memory_for_repeated_rows(monkeypatch):
+    monkeypatch.setattr(row_map, "MIN_QUERY_ROWS", 1)
     g = torch.Generator().manual_seed(1)
     k, v = torch.randn(4, 2, 3, 5, generator=g), torch.randn(4, 2, 3, 5, generator=g)
     cache = KVCache(static=True)
@@ -58,7 +59,17 @@ def test_a_static_cache_keeps_one_copy_of_the_memory_for_repeated_rows():
     assert torch.equal(last.keys, k[[2]]) and last.row_map.rows.tolist() == [0, 0]
 
 
+def test_small_reorders_copy_and_large_ones_map():
+    k = torch.zeros(64, 8, 3, 5)
+    cache = KVCache(static=True)
+    cache.update(k, k)
+    assert cache.index_select(torch.tensor([0, 0, 1, 1])).row_map is None  # 4 x 8 rows
+    beams = cache.index_select(torch.arange(64).repeat_interleave(4))  # 256 x 8
+    assert beams.row_map is not None and beams.keys is k
+
+
 def test_beam_search_is_unchanged_by_the_row_map(monkeypatch):
+    monkeypatch.setattr(row_map, "MIN_QUERY_ROWS", 1)
     from attnkit.inference.beam_search import BeamSearch
     from attnkit.models.transformer import TransformerConfig, build_transformer
 
@@ -76,7 +87,7 @@ def test_beam_search_is_unchanged_by_the_row_map(monkeypatch):
     )
     mapped = search(model, src, src_len)
     assert calls  # the decoder step attended through the map
-    monkeypatch.setattr(kv_cache, "repeats", lambda index: False)  # copies, as before
+    monkeypatch.setattr(kv_cache, "repeats", lambda index, heads: False)  # copies, as before
     copied = search(model, src, src_len)
     for a, b in zip(mapped, copied, strict=True):
         assert [h.tokens for h in a] == [h.tokens for h in b]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnkit.attention import record_attention
+from attnkit.attention import record_attention, row_map
 from attnkit.models.registry import arch_config, build_model
 from attnkit.models.transformer import BlockCache, TransformerConfig, build_transformer
 from attnkit.training.recipes import PRESETS
@@ -148,7 +148,8 @@ def test_attention_weights_only_when_recorded():
     assert not any(getattr(m, "record_weights", False) for m in model.modules())
 
 
-def test_reorder_state_selects_rows():
+def test_reorder_state_selects_rows(monkeypatch):
+    monkeypatch.setattr(row_map, "MIN_QUERY_ROWS", 1)  # this small batch keeps a map too
     model = tiny()
     src, src_len, tgt = batch()
     enc = model.encoder(src, src_len)

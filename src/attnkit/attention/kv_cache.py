@@ -184,7 +184,7 @@ class KVCache:
         as much again as it holds, when this one has a buffer)."""
         if self.keys is None:
             return KVCache(static=self.static, capacity=self.capacity, dtype=self.dtype)
-        if self.static and (self.row_map is not None or repeats(index)):
+        if self.static and (self.row_map is not None or repeats(index, self.keys.shape[1])):
             # rows read more than once (beams of one sentence): a map, not copies
             rows = None if self.row_map is None else self.row_map.rows
             row_map, keep = select(rows, index, self.keys.shape[0])
