@@ -69,10 +69,14 @@ def test_a_cpu_engine_sets_the_real_thresholds():
         "Engine(torch.nn.Linear(2, 2), T(), EngineConfig(progress=False))\n"
         "print(m._done)\n"
     )
+    assert _printed_by_a_fresh_interpreter(code) == str(cpu_memory._load_libc() is not None)
+
+
+def _printed_by_a_fresh_interpreter(code: str) -> str:
+    """What ``code`` prints, run by a new Python (the real libc, nothing set before)."""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    glibc = cpu_memory._load_libc() is not None
-    assert out.stdout.strip() == str(glibc)
+    return out.stdout.strip()
 
 
 def test_decoding_also_stops_mapping_blocks_of_their_own(fresh, monkeypatch):
@@ -101,6 +105,4 @@ def test_greedy_decoding_on_the_cpu_sets_the_real_decoding_thresholds():
         " eos_id=3, max_len=3)\n"
         "print(m._large_done)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == str(cpu_memory._load_libc() is not None)
+    assert _printed_by_a_fresh_interpreter(code) == str(cpu_memory._load_libc() is not None)

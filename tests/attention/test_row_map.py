@@ -32,10 +32,12 @@ def test_attention_through_the_map_equals_attention_over_copies(masked):
     torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
 
 
-def test_reorders_compose_and_a_sparse_map_compacts():
-    first, keep = select(None, torch.tensor([0, 0, 1, 1, 2, 2, 3, 3]), 4)
+def test_reorders_compose_and_a_sparse_map_compacts(monkeypatch):
+    monkeypatch.setattr(row_map, "MIN_QUERY_ROWS", 1)
+    assert select(None, torch.tensor([2, 0, 1]), 4, 2) is None  # no row twice: a copy
+    first, keep = select(None, torch.tensor([0, 0, 1, 1, 2, 2, 3, 3]), 4, 2)
     assert keep is None and first.rows.tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
-    second, keep = select(first.rows, torch.tensor([7, 6, 6, 1]), 4)  # rows 3, 3, 3, 0
+    second, keep = select(first.rows, torch.tensor([7, 6, 6, 1]), 4, 2)  # rows 3, 3, 3, 0
     assert keep.tolist() == [0, 3] and second.rows.tolist() == [1, 1, 1, 0]
     assert second.slots.tolist() == [0, 1, 2, 0] and second.width == 3
 
@@ -87,7 +89,7 @@ def test_beam_search_is_unchanged_by_the_row_map(monkeypatch):
     )
     mapped = search(model, src, src_len)
     assert calls  # the decoder step attended through the map
-    monkeypatch.setattr(kv_cache, "repeats", lambda index, heads: False)  # copies, as before
+    monkeypatch.setattr(kv_cache, "select", lambda *a: None)  # copies, as before
     copied = search(model, src, src_len)
     for a, b in zip(mapped, copied, strict=True):
         assert [h.tokens for h in a] == [h.tokens for h in b]

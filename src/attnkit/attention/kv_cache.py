@@ -48,7 +48,7 @@ import torch
 from torch import Tensor
 
 from attnkit._validate import boolean, optional, positive_int
-from attnkit.attention.row_map import RowMap, repeats, select
+from attnkit.attention.row_map import RowMap, select
 from attnkit.i18n import _
 
 __all__ = ["KVCache"]
@@ -184,10 +184,10 @@ class KVCache:
         as much again as it holds, when this one has a buffer)."""
         if self.keys is None:
             return KVCache(static=self.static, capacity=self.capacity, dtype=self.dtype)
-        if self.static and (self.row_map is not None or repeats(index, self.keys.shape[1])):
-            # rows read more than once (beams of one sentence): a map, not copies
-            rows = None if self.row_map is None else self.row_map.rows
-            row_map, keep = select(rows, index, self.keys.shape[0])
+        rows = None if self.row_map is None else self.row_map.rows
+        mapped = select(rows, index, *self.keys.shape[:2]) if self.static else None
+        if mapped is not None:  # rows read more than once (beams of one sentence): a map
+            row_map, keep = mapped
             keys, values = self.keys, self.values
             if keep is not None:  # the map uses less than half of the rows: compacted
                 keys, values = keys.index_select(0, keep), values.index_select(0, keep)

@@ -49,21 +49,20 @@ class RowMap:
         self.width = int(self.slots.max()) + 1 if rows.numel() else 0
 
 
-def repeats(index: Tensor, heads: int) -> bool:
-    """Whether a reorder by ``index`` (R,) of a cache with ``heads`` heads keeps a map: it
-    names some row more than once (a beam's expansion), and R x heads is large enough."""
-    if index.numel() * heads < MIN_QUERY_ROWS:
-        return False
-    return index.numel() > torch.unique(index).numel()
-
-
-def select(rows: Tensor | None, index: Tensor, memory_rows: int) -> tuple[RowMap, Tensor | None]:
+def select(
+    rows: Tensor | None, index: Tensor, memory_rows: int, heads: int
+) -> tuple[RowMap, Tensor | None] | None:
     """The map after keeping query rows ``index`` (R',) of a memory of ``memory_rows`` rows
-    read through ``rows`` (R,) (None: row i reads row i): the new map, and the memory rows
-    to keep (None: all) when it would use less than half of them (the map then counts in
-    the kept rows)."""
+    and ``heads`` heads read through ``rows`` (R,) (None: row i reads row i): the new map,
+    and the memory rows to keep (None: all) when it would use less than half of them (the
+    map then counts in the kept rows). None where a plain copy serves: no map yet and
+    ``index`` reads no row twice, or R' x heads below ``MIN_QUERY_ROWS``."""
+    if rows is None and index.numel() * heads < MIN_QUERY_ROWS:
+        return None
     source = index if rows is None else rows.index_select(0, index)  # (R',)
     used = torch.unique(source)  # sorted
+    if rows is None and used.numel() == source.numel():  # no row read twice
+        return None
     if 2 * used.numel() <= memory_rows:
         return RowMap(torch.searchsorted(used, source)), used
     return RowMap(source), None
