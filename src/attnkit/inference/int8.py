@@ -30,6 +30,10 @@ products in saturating 16-bit lanes), FBGEMM runs with 7-bit inputs (``reduce_ra
 pair of products stays within 16 bits, so the sums are exact, each input rounded twice as
 coarsely) where :func:`int8_without_vnni` says so, else the float32 product of the same
 rounded weights; the float32 product too without FBGEMM below ``_ONEDNN_ALONE_MIN_WORK``.
+An output layer's largest logits per row are recomputed in float32 from its unrounded weight
+(:meth:`Int8Linear.exact_top`, which ``quantize_int8`` sets): the int8 product picks each
+row's candidates, float32 decides among them, so greedy and beam choose as float32 would
+whenever float32's choice is among int8's top ``EXACT_TOP``.
 Embeddings, LayerNorms and attention's own products stay float32 (a decoder's caches of
 the encoder memory in bfloat16 on request: :func:`int8_cache_dtype`). Outputs change slightly: the tests bound each layer's
 error and count changed next tokens; ``benchmarks/peers/translation.py decode`` and
@@ -42,9 +46,7 @@ sizes; float32 decoding does not.
 
 from __future__ import annotations
 
-import functools
 import math
-import os
 import warnings
 
 import torch
@@ -54,6 +56,12 @@ from torch import Tensor, nn
 from attnkit._validate import integer, output_rows
 from attnkit.i18n import _
 from attnkit.inference import prepacked
+from attnkit.inference.int8_cpu import (
+    exact_int8_product,
+    int8_cache_dtype,
+    int8_without_vnni,
+)
+from attnkit.inference.row_top import exact_top
 
 __all__ = [
     "INT8_MIN_WORK",
@@ -69,6 +77,11 @@ __all__ = [
 
 _TINY = torch.finfo(torch.float32).tiny
 
+# an output layer's largest values per row recomputed in float32 (:meth:`Int8Linear.exact_top`):
+# OPUS-MT's shapes, random weights, 512 sentences greedy at batch 64 (2026-12-07): ids equal
+# to float32's 457 of 512 without, 471 with k = 2, 4 or 8 (471 with the whole layer float32)
+EXACT_TOP = 4
+
 # rows x weights from which a call runs an int8 product (where it is exact): every call,
 # FBGEMM's being faster than the float32 product at every layer and row count measured
 INT8_MIN_WORK = 1
@@ -79,14 +92,6 @@ ONEDNN_MIN_WORK = 1 << 30
 # without FBGEMM, rows x weights from which oneDNN's int8 product beats the float32 one
 # (2026-11-25: the output layer from 64 rows, 768 x 256 and 1024 x 256 from 256 rows)
 _ONEDNN_ALONE_MIN_WORK = 1 << 25
-# without VNNI: FBGEMM with 7-bit inputs rather than the float32 product. Measured
-# 2026-12-07 on the AVX-512 VNNI EPYC with every library held to AVX2
-# (FBGEMM_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2, one
-# thread): 1.2-1.7x the float32 product at OPUS-MT's layers, the output layer 7.7x at one
-# row and 1.07x at 256, 512 x 512 at 1-4 rows 0.85-0.89x; errors about twice the 8-bit
-# ones; the 30-minute Tatoeba model's test BLEU within 0.2 of float32's, greedy and beam 4
-INT8_WITHOUT_VNNI = True
-
 _available: bool | None = None
 
 
@@ -102,76 +107,6 @@ def available() -> bool:
         except (AttributeError, RuntimeError, NotImplementedError):
             _available = False
     return _available
-
-
-@functools.cache  # asked on every call: the CPU does not change
-def exact_int8_product() -> bool:
-    """Whether this CPU multiplies uint8 by int8 exactly (AVX-512 VNNI or AMX), and the
-    libraries may use it: ``FBGEMM_ENABLE_INSTRUCTIONS`` and ``ONEDNN_MAX_CPU_ISA`` can
-    hold them to older kernels (AVX2 or AVX-512 without VNNI). Those sum pairs of
-    products in saturating 16-bit lanes (vpmaddubsw), so a product of 8-bit inputs can be
-    off by far more than the rounding bound (measured on a 2026-11-28 AVX2-only EPYC:
-    outputs beyond the bound, a trained translator's next tokens 79% unchanged); there
-    the inputs are rounded to 7 bits (:func:`int8_without_vnni`)."""
-    cpu = getattr(torch, "cpu", None)
-    hardware = any(
-        bool(getattr(cpu, name, lambda: False)())
-        for name in ("_is_vnni_supported", "_is_amx_tile_supported")
-    )
-    fbgemm = os.environ.get("FBGEMM_ENABLE_INSTRUCTIONS", "").upper()
-    onednn = os.environ.get("ONEDNN_MAX_CPU_ISA", os.environ.get("DNNL_MAX_CPU_ISA", "")).upper()
-    held = fbgemm in ("AVX2", "AVX512", "AVX512_256") or onednn not in _ONEDNN_VNNI_ISAS
-    return hardware and not held
-
-
-def int8_cache_dtype() -> torch.dtype | None:
-    """The precision ``quantize_int8`` gives a decoder's key/value caches of the encoder
-    memory: None (the activations' float32) unless ``ATTNKIT_INT8_CACHE=bfloat16`` asks for
-    bfloat16 and the CPU computes in it (AVX-512 BF16 or AMX). A decoding step's
-    cross-attention reads every source position of every row once per layer; at a large
-    batch or beam that is bound by memory, and its products ran 2-2.3x faster on half the
-    bytes (2026-12-07, the AVX-512 EPYC: beam 4 at batch 64 of OPUS-MT's shapes 2% faster in
-    all, from ``MEMORY_CACHE_DTYPE_MIN_ROWS`` sentences). Off by default: PyTorch's bf16
-    products pay a fixed cost per call and lay out a new kernel for every new shape, so on
-    the 30-minute Tatoeba model (short sentences, of every length) decoding was slower, the
-    first pass over its test sentences 4x. Its rounding (8 significant bits) is finer than
-    the int8 products' inputs' (127 steps of a row's range)."""
-    if os.environ.get("ATTNKIT_INT8_CACHE", "").strip().lower() not in ("bfloat16", "bf16"):
-        return None
-    cpu = getattr(torch, "cpu", None)
-    native = any(
-        bool(getattr(cpu, name, lambda: False)())
-        for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    )
-    return torch.bfloat16 if native else None
-
-
-def int8_without_vnni() -> bool:
-    """Whether a CPU without an exact 8-bit product runs FBGEMM's int8 product with 7-bit
-    inputs (``reduce_range``: pairs of products stay within 16 bits, so the sums are exact,
-    at twice the input rounding step) rather than the float32 product: set by
-    ``ATTNKIT_INT8_WITHOUT_VNNI`` (1 or 0), else by :data:`INT8_WITHOUT_VNNI`."""
-    value = os.environ.get("ATTNKIT_INT8_WITHOUT_VNNI")
-    return INT8_WITHOUT_VNNI if value is None else value.strip() not in ("0", "")
-
-
-# oneDNN ISA names (ONEDNN_MAX_CPU_ISA) that include the VNNI or AMX int8 instructions
-_ONEDNN_VNNI_ISAS = (
-    "",
-    "ALL",
-    "AVX2_VNNI",
-    "AVX2_VNNI_2",
-    "AVX512_CORE_VNNI",
-    "AVX512_CORE_BF16",
-    "AVX512_CORE_FP16",
-    "AVX10_1_512",
-    "AVX512_CORE_AMX",
-    "AVX512_CORE_AMX_FP16",
-    "AVX10_1_512_AMX",
-    "AVX10_1_512_AMX_FP16",
-    "AVX10_2_512",
-    "AVX10_2_512_AMX_2",
-)
 
 
 def _fbgemm_pack(weight_int8: Tensor, scale: Tensor):
@@ -219,6 +154,7 @@ class Int8Linear(nn.Module):
         self.register_buffer("weight", None, persistent=False)  # set by _pack
         self.register_buffer("bias", bias)
         self._zero_points = torch.zeros(self.out_features, dtype=torch.long)
+        self._exact: tuple[Tensor, int] | None = None  # set by exact_top
         self._pack()
         self.register_load_state_dict_post_hook(_after_load)
 
@@ -256,7 +192,35 @@ class Int8Linear(nn.Module):
         nn.Module.__init__(layer)
         bias = None if self.bias is None else self.bias[ids]
         layer._hold(self.weight_int8[ids], self.scale[ids], bias)
+        if self._exact is not None:
+            layer.exact_top(self._exact[0][ids], self._exact[1])
         return layer
+
+    def exact_top(self, weight: Tensor | None, k: int = EXACT_TOP) -> None:
+        """From now on, each output row's ``k`` largest values are recomputed as float32
+        products with ``weight`` (D_out, D_in), the layer's weight before rounding, held by
+        reference (a tied output layer's is the embedding table, kept anyway); None: no
+        longer. For an output layer: the int8 logits pick the candidates, float32 decides
+        among them (:func:`~attnkit.inference.row_top.exact_top`)."""
+        if weight is None:
+            self._exact = None
+            return
+        integer("k", k, minimum=1)
+        expected = (self.out_features, self.in_features)
+        if (
+            not isinstance(weight, Tensor)
+            or tuple(weight.shape) != expected
+            or weight.dtype != torch.float32
+            or weight.device.type != "cpu"
+        ):
+            what = (
+                f"{weight.dtype} {tuple(weight.shape)} on {weight.device}"
+                if isinstance(weight, Tensor)
+                else type(weight).__name__
+            )
+            message = _("weight must be a float32 CPU tensor of shape {expected}, got {what}")
+            raise TypeError(message.format(expected=expected, what=what))
+        self._exact = (weight.detach(), k)
 
     def _pack(self) -> None:
         """What follows from ``weight_int8`` and ``scale``: the dequantized weight and the
@@ -317,6 +281,8 @@ class Int8Linear(nn.Module):
             if self._float_packed is False:
                 self._float_packed = prepacked.pack_weight(self.weight)  # or None
             out = prepacked.linear(x, self.weight, self._float_packed, self.bias)
+        if self._exact is not None:
+            exact_top(out, x, self._exact[0], self.bias, self._exact[1])
         return out.reshape(*input.shape[:-1], self.out_features)  # (..., D_out)
 
     def _fbgemm_product(self, x: Tensor, seven_bits: bool = False) -> Tensor:
@@ -400,6 +366,8 @@ class Int8WeightLayout:
         key = (prepacked.weight_key(weight), None if bias is None else prepacked.weight_key(bias))
         if key != self._key:
             self._layer, self._key = Int8Linear.of_weight(weight, bias), key
+            if weight.dtype == torch.float32:  # its largest logits exact (EXACT_TOP)
+                self._layer.exact_top(weight)
         return self._layer(x)
 
     def __getstate__(self) -> dict:
@@ -415,6 +383,9 @@ def quantize_int8(model: nn.Module) -> int:
     tied output layer) an :class:`Int8WeightLayout` and every one that declares
     ``memory_cache_dtype`` (a decoder's caches of the encoder memory)
     :func:`int8_cache_dtype`, in place; put the model in eval mode;
+    the output layer (``model.decoder.dense``, the one a shortlist restricts; a tied output
+    layout's) keeps its float32 weight to make each row's largest logits exact
+    (:meth:`Int8Linear.exact_top`: the embedding table where tied, else the old weight, kept);
     returns how many layers became int8. Inference only: the int8 weights take no gradient.
 
     Raises:
@@ -436,7 +407,12 @@ def quantize_int8(model: nn.Module) -> int:
     if devices - {"cpu"}:
         message = _("model must be on the CPU for int8, got parameters on {devices}")
         raise ValueError(message.format(devices=sorted(devices)))
+    decoder = getattr(model, "decoder", None)  # the output layer: as a shortlist finds it
+    output = getattr(decoder, "dense", None)
+    output_weight = output.weight if isinstance(output, nn.Linear) else None  # (V, D)
     replaced = prepacked.replace_linears(model, Int8Linear)
+    if output_weight is not None and isinstance(decoder.dense, Int8Linear):
+        decoder.dense.exact_top(output_weight.detach().float())  # its largest logits exact
     cache_dtype = int8_cache_dtype()
     for module in model.modules():
         if hasattr(type(module), "output_layout"):  # tied output layers (DecoderLM's h Eᵀ)

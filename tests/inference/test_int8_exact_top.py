@@ -1,0 +1,103 @@
+"""An int8 output layer's largest logits per row recomputed in float32 from the unrounded
+weight (``Int8Linear.exact_top``, set by ``quantize_int8``): the int8 product picks the
+candidates, float32 decides among them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from attnkit.inference import int8
+from attnkit.inference.int8 import Int8Linear, quantize_int8
+from attnkit.inference.row_top import CHUNK, exact_top
+from attnkit.models.transformer import TransformerConfig, build_transformer
+
+pytestmark = pytest.mark.skipif(
+    not int8.available(), reason="this PyTorch has no oneDNN int8 linear operators"
+)
+
+
+@pytest.mark.parametrize("width", [40, 9 * CHUNK + 5])  # topk's own, and through chunks
+def test_exact_top_recomputes_each_rows_largest_logits_and_nothing_else(width):
+    torch.manual_seed(0)
+    x, weight, bias = torch.randn(6, 24), torch.randn(width, 24), torch.randn(width)
+    rounded = weight + 0.05 * torch.randn(width, 24)  # an approximate product's weights
+    logits = x @ rounded.t() + bias  # (6, V)
+    top = logits.topk(3, dim=1).indices  # (6, 3)
+    before = logits.clone()
+    assert exact_top(logits, x, weight, bias, 3) is logits  # in place
+    want = (x.double() @ weight.double().t() + bias.double()).gather(1, top)  # float64
+    torch.testing.assert_close(logits.gather(1, top).double(), want, rtol=1e-6, atol=1e-5)
+    untouched = torch.ones_like(logits, dtype=torch.bool).scatter_(1, top, False)
+    assert torch.equal(logits[untouched], before[untouched])
+    assert not torch.equal(logits.gather(1, top), before.gather(1, top))
+    with pytest.raises(ValueError, match="k must be a positive int, got 0"):
+        exact_top(logits, x, weight, bias, 0)
+    small = torch.randn(2, 3)  # k beyond the width: the whole row, exactly
+    exact_top(small, x[:2], weight[:3], None, 5)
+    torch.testing.assert_close(small, x[:2] @ weight[:3].t())
+
+
+def _flipped_by_rounding() -> tuple[nn.Linear, torch.Tensor]:
+    """A layer whose int8 rounding flips its argmax: with x = (1, 1, 1), float32 gives row 0
+    1.0040 and row 1 1.0070; each row's scale is 1/127, so row 0's 0.0040 rounds up to
+    1/127 and row 1's two 0.0035s round to 0: int8 gives 1.0079 against 1.0."""
+    linear = nn.Linear(3, 2, bias=False)
+    with torch.no_grad():
+        linear.weight.copy_(torch.tensor([[1.0, 0.0040, 0.0], [1.0, 0.0035, 0.0035]]))
+    return linear, torch.ones(1, 3)
+
+
+def test_float32_decides_among_the_int8_candidates():
+    linear, x = _flipped_by_rounding()
+    layer = Int8Linear(linear)
+    with torch.no_grad():
+        assert int(layer(x).argmax()) == 0  # int8 alone: the rounding's choice
+        layer.exact_top(linear.weight, k=2)
+        out = layer(x)
+        assert int(out.argmax()) == 1  # float32's choice
+        torch.testing.assert_close(out, linear(x), rtol=1e-6, atol=1e-6)
+        part = layer.rows(torch.tensor([1]))  # a shortlist's rows keep it
+        torch.testing.assert_close(part(x), linear(x)[:, 1:], rtol=1e-6, atol=1e-6)
+        layer.exact_top(None)
+        assert int(layer(x).argmax()) == 0
+    with pytest.raises(TypeError, match=r"weight must be a float32 CPU tensor of shape \(2, 3\), "
+                       r"got torch\.float32 \(3, 2\) on cpu"):  # fmt: skip
+        layer.exact_top(linear.weight.t())
+    with pytest.raises(TypeError, match=r"got torch\.float64 \(2, 3\) on cpu"):
+        layer.exact_top(linear.weight.double())
+    with pytest.raises(ValueError, match="k must be"):
+        layer.exact_top(linear.weight, k=0)
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_quantize_int8_keeps_the_output_layers_float_weight_by_reference(tied):
+    config = TransformerConfig(d_model=16, num_heads=2, num_layers=1, d_ff=32,
+                               dropout=0.0, tie_embeddings=tied)  # fmt: skip
+    model = build_transformer(config, 50, 50)
+    weight = model.decoder.dense.weight
+    quantize_int8(model)
+    kept, k = model.decoder.dense._exact
+    assert k == int8.EXACT_TOP and kept.data_ptr() == weight.data_ptr()  # no copy
+    if tied:
+        assert kept.data_ptr() == model.decoder.embedding.weight.data_ptr()
+    others = [m for m in model.modules() if isinstance(m, Int8Linear)]
+    assert sum(m._exact is not None for m in others) == 1  # the output layer only
+
+
+def test_a_tied_output_layouts_largest_logits_are_float32s():
+    from attnkit.models.decoder_lm import DecoderLM, DecoderLMConfig
+
+    torch.manual_seed(0)
+    model = DecoderLM(DecoderLMConfig(vocab_size=300, d_model=32, num_heads=4, num_layers=1,
+                                      context_length=16)).eval()  # fmt: skip
+    quantize_int8(model)
+    h = torch.randn(5, 32)
+    with torch.no_grad():
+        got = model._logits(h)
+    exact = h @ model.embedding.weight.t()  # (5, 300)
+    equal = (got - exact).abs() <= 1e-5 * (1 + exact.abs())  # (5, 300)
+    assert (equal.sum(dim=1) >= int8.EXACT_TOP).all()  # k per row exact (a few more by chance)
+    assert int(equal.sum()) < equal.numel() // 4  # the rest int8's
+    assert torch.equal(got.argmax(dim=1), exact.argmax(dim=1))
