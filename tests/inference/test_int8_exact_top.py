@@ -101,3 +101,28 @@ def test_a_tied_output_layouts_largest_logits_are_float32s():
     assert (equal.sum(dim=1) >= int8.EXACT_TOP).all()  # k per row exact (a few more by chance)
     assert int(equal.sum()) < equal.numel() // 4  # the rest int8's
     assert torch.equal(got.argmax(dim=1), exact.argmax(dim=1))
+
+
+def test_a_loaded_state_keeps_the_exact_top_only_where_the_float_weight_still_matches():
+    config = TransformerConfig(d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0)
+    torch.manual_seed(0)
+    model, other = build_transformer(config, 50, 50), build_transformer(config, 50, 50)
+    quantize_int8(model)
+    quantize_int8(other)
+    model.load_state_dict(model.state_dict())  # the same weights: kept
+    assert model.decoder.dense._exact is not None
+    model.load_state_dict(other.state_dict())  # another model's: its old float weight stale
+    assert model.decoder.dense._exact is None
+    x = torch.randn(3, 16)
+    with torch.no_grad():
+        other.decoder.dense.exact_top(None)
+        torch.testing.assert_close(model.decoder.dense(x), other.decoder.dense(x))
+    tied = build_transformer(TransformerConfig(d_model=16, num_heads=2, num_layers=1, d_ff=32,
+                                               tie_embeddings=True), 50, 50)  # fmt: skip
+    twin = build_transformer(TransformerConfig(d_model=16, num_heads=2, num_layers=1, d_ff=32,
+                                               tie_embeddings=True), 50, 50)  # fmt: skip
+    quantize_int8(tied)
+    quantize_int8(twin)
+    tied.load_state_dict(twin.state_dict())  # the table is loaded in place: still the weight
+    kept, _ = tied.decoder.dense._exact
+    assert torch.equal(kept, twin.decoder.embedding.weight)

@@ -140,9 +140,7 @@ class Int8Linear(nn.Module):
         if not isinstance(linear, nn.Linear):
             message = _("linear must be a torch.nn.Linear, got {type}")
             raise TypeError(message.format(type=type(linear).__name__))
-        w = linear.weight.detach().to("cpu", torch.float32)  # (D_out, D_in)
-        scale = w.abs().amax(dim=1).clamp_min(_TINY) / 127  # (D_out,)
-        q = torch.round(w / scale[:, None]).clamp_(-127, 127).to(torch.int8)  # (D_out, D_in)
+        q, scale = _rounded(linear.weight.detach().to("cpu", torch.float32))
         bias = None if linear.bias is None else linear.bias.detach().to("cpu", torch.float32)
         self._hold(q, scale, bias)
 
@@ -336,8 +334,22 @@ class Int8Linear(nn.Module):
         self._pack()
 
 
+def _rounded(weight: Tensor) -> tuple[Tensor, Tensor]:
+    """weight (D_out, D_in) float32 -> its int8 rows (D_out, D_in), their scales (D_out,)."""
+    scale = weight.abs().amax(dim=1).clamp_min(_TINY) / 127  # (D_out,)
+    q = torch.round(weight / scale[:, None]).clamp_(-127, 127).to(torch.int8)  # (D_out, D_in)
+    return q, scale
+
+
 def _after_load(module: Int8Linear, incompatible_keys) -> None:
-    module._pack()  # a module-level function: the layer stays picklable
+    """A module-level function (the layer stays picklable): the derived weights made again;
+    an exact top whose float weight no longer rounds to the loaded int8 weights (another
+    model's state loaded into an untied layer) dropped rather than mixed with them."""
+    module._pack()
+    if module._exact is not None:
+        q, scale = _rounded(module._exact[0])
+        if not (torch.equal(q, module.weight_int8) and torch.equal(scale, module.scale)):
+            module._exact = None
 
 
 class Int8WeightLayout:
