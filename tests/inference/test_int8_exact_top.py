@@ -4,6 +4,9 @@ candidates, float32 decides among them."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 import torch
 from torch import nn
@@ -39,6 +42,36 @@ def test_exact_top_recomputes_each_rows_largest_logits_and_nothing_else(width):
     torch.testing.assert_close(small, x[:2] @ weight[:3].t())
 
 
+def test_a_column_int8_overestimated_past_every_candidate_is_recomputed_too():
+    """float32 logits (1.000, .999, .998, .997, .9985): column 0 wins. The approximate ones
+    put column 4 fifth but above every candidate's exact value, so it is recomputed too."""
+    exact_logits = torch.tensor([[1.000, 0.999, 0.998, 0.997, 0.9985]])
+    weight, x = torch.diag(exact_logits[0]), torch.ones(1, 5)  # x @ weight.T = exact_logits
+    approximate = torch.tensor([[1.003, 1.002, 1.001, 1.0005, 1.0002]])
+    got = exact_top(approximate.clone(), x, weight, None, 4)
+    torch.testing.assert_close(got, exact_logits)
+    assert int(got.argmax()) == 0
+    below = torch.tensor([[1.003, 1.002, 1.001, 1.0005, 0.5]])  # the fifth stays below: kept
+    assert float(exact_top(below, x, weight, None, 4)[0, 4]) == 0.5
+
+
+def test_exact_top_names_what_does_not_fit():
+    logits, x, weight = torch.zeros(2, 6), torch.zeros(2, 3), torch.zeros(6, 3)
+    with pytest.raises(ValueError, match=r"weight must be \(6, 3\) for logits \(2, 6\), "
+                       r"got \(7, 3\)"):  # fmt: skip
+        exact_top(logits, x, torch.zeros(7, 3), None, 2)
+    with pytest.raises(ValueError, match=r"x must be \(2, 3\) for logits \(2, 6\), got \(3, 3\)"):
+        exact_top(logits, torch.zeros(3, 3), weight, None, 2)
+    with pytest.raises(ValueError, match=r"bias must be \(6,\) for logits \(2, 6\), got \(5,\)"):
+        exact_top(logits, x, weight, torch.zeros(5), 2)
+    with pytest.raises(TypeError, match=r"logits must be a float32 tensor, got torch\.bfloat16"):
+        exact_top(logits.bfloat16(), x, weight, None, 2)
+    with pytest.raises(TypeError, match=r"x must be a float32 tensor, got list"):
+        exact_top(logits, [[0.0]], weight, None, 2)
+    with pytest.raises(ValueError, match=r"logits must have 2 dimensions, got shape \(12,\)"):
+        exact_top(logits.reshape(-1), x, weight, None, 2)
+
+
 def _flipped_by_rounding() -> tuple[nn.Linear, torch.Tensor]:
     """A layer whose int8 rounding flips its argmax: with x = (1, 1, 1), float32 gives row 0
     1.0040 and row 1 1.0070; each row's scale is 1/127, so row 0's 0.0040 rounds up to
@@ -69,6 +102,8 @@ def test_float32_decides_among_the_int8_candidates():
         layer.exact_top(linear.weight.double())
     with pytest.raises(ValueError, match="k must be"):
         layer.exact_top(linear.weight, k=0)
+    with pytest.raises(ValueError, match="weight must be this layer's weight before rounding"):
+        layer.exact_top(linear.weight.flip(0))  # another layer's: its top would be wrong
 
 
 @pytest.mark.parametrize("tied", [True, False])
@@ -84,6 +119,20 @@ def test_quantize_int8_keeps_the_output_layers_float_weight_by_reference(tied):
         assert kept.data_ptr() == model.decoder.embedding.weight.data_ptr()
     others = [m for m in model.modules() if isinstance(m, Int8Linear)]
     assert sum(m._exact is not None for m in others) == 1  # the output layer only
+    twin = copy.deepcopy(model)  # a copy keeps one table, not two
+    if tied:
+        assert twin.decoder.dense._exact[0] is twin.decoder.embedding.weight
+    old = copy.copy(model.decoder.dense.__dict__)
+    del old["_exact"]  # a layer pickled before exact_top existed
+    layer = Int8Linear.__new__(Int8Linear)
+    layer.__setstate__(old)
+    x = torch.randn(2, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(twin.decoder.dense(x), model.decoder.dense(x))
+        assert layer._exact is None and layer(x).shape == (2, 50)
+        again = pickle.loads(pickle.dumps(model))
+        torch.testing.assert_close(again.decoder.dense(x), model.decoder.dense(x))
+        assert again.decoder.dense._exact is not None
 
 
 def test_a_tied_output_layouts_largest_logits_are_float32s():
@@ -96,10 +145,16 @@ def test_a_tied_output_layouts_largest_logits_are_float32s():
     h = torch.randn(5, 32)
     with torch.no_grad():
         got = model._logits(h)
+        layer = model.output_layout._layer
+        assert layer._exact[0] is model.embedding.weight  # the table itself, not a copy
+        layer._exact = None
+        approximate = model._logits(h)  # (5, 300)
     exact = h @ model.embedding.weight.t()  # (5, 300)
-    equal = (got - exact).abs() <= 1e-5 * (1 + exact.abs())  # (5, 300)
-    assert (equal.sum(dim=1) >= int8.EXACT_TOP).all()  # k per row exact (a few more by chance)
-    assert int(equal.sum()) < equal.numel() // 4  # the rest int8's
+    top = approximate.topk(int8.EXACT_TOP, dim=1).indices  # int8's candidates
+    torch.testing.assert_close(got.gather(1, top), exact.gather(1, top), rtol=1e-6, atol=1e-6)
+    rest = torch.ones_like(got, dtype=torch.bool).scatter_(1, top, False)
+    assert torch.equal(got[rest & (approximate <= got.max(dim=1, keepdim=True).values)],
+                       approximate[rest & (approximate <= got.max(dim=1, keepdim=True).values)])  # fmt: skip
     assert torch.equal(got.argmax(dim=1), exact.argmax(dim=1))
 
 

@@ -32,8 +32,9 @@ coarsely) where :func:`int8_without_vnni` says so, else the float32 product of t
 rounded weights; the float32 product too without FBGEMM below ``_ONEDNN_ALONE_MIN_WORK``.
 An output layer's largest logits per row are recomputed in float32 from its unrounded weight
 (:meth:`Int8Linear.exact_top`, which ``quantize_int8`` sets): the int8 product picks each
-row's candidates, float32 decides among them, so greedy and beam choose as float32 would
-whenever float32's choice is among int8's top ``EXACT_TOP``.
+row's candidates, float32 decides among them, so greedy picks float32's token whenever
+float32's choice is among int8's top ``EXACT_TOP``; a beam's best ``EXACT_TOP``
+continuations per row get float32's logits (its softmax normalizer stays int8's).
 Embeddings, LayerNorms and attention's own products stay float32 (a decoder's caches of
 the encoder memory in bfloat16 on request: :func:`int8_cache_dtype`). Outputs change slightly: the tests bound each layer's
 error and count changed next tokens; ``benchmarks/peers/translation.py decode`` and
@@ -190,16 +191,22 @@ class Int8Linear(nn.Module):
         nn.Module.__init__(layer)
         bias = None if self.bias is None else self.bias[ids]
         layer._hold(self.weight_int8[ids], self.scale[ids], bias)
-        if self._exact is not None:
-            layer.exact_top(self._exact[0][ids], self._exact[1])
+        if self._exact is not None:  # the rows of a checked weight
+            layer._exact = (self._exact[0].detach()[ids], self._exact[1])
         return layer
 
     def exact_top(self, weight: Tensor | None, k: int = EXACT_TOP) -> None:
         """From now on, each output row's ``k`` largest values are recomputed as float32
         products with ``weight`` (D_out, D_in), the layer's weight before rounding, held by
-        reference (a tied output layer's is the embedding table, kept anyway); None: no
-        longer. For an output layer: the int8 logits pick the candidates, float32 decides
-        among them (:func:`~attnkit.inference.row_top.exact_top`)."""
+        reference (a tied output layer's is the embedding table, kept anyway; an untied
+        one's stays in memory besides the int8 weights); None: no longer. For an output
+        layer: the int8 logits pick the candidates, float32 decides among them
+        (:func:`~attnkit.inference.row_top.exact_top`).
+
+        Raises:
+            TypeError: ``weight`` is not a float32 CPU tensor of the layer's shape.
+            ValueError: ``weight`` does not round to this layer's int8 weights and scales.
+        """
         if weight is None:
             self._exact = None
             return
@@ -218,7 +225,16 @@ class Int8Linear(nn.Module):
             )
             message = _("weight must be a float32 CPU tensor of shape {expected}, got {what}")
             raise TypeError(message.format(expected=expected, what=what))
-        self._exact = (weight.detach(), k)
+        if not self._rounds_to_this(weight):
+            message = _("weight must be this layer's weight before rounding; it rounds to "
+                        "other int8 weights or scales")  # fmt: skip
+            raise ValueError(message)
+        self._exact = (weight, k)  # as given: a copy of the model copies one table, not two
+
+    def _rounds_to_this(self, weight: Tensor) -> bool:
+        """Whether ``weight`` (D_out, D_in) rounds to this layer's int8 weights and scales."""
+        q, scale = _rounded(weight.detach())
+        return torch.equal(q, self.weight_int8) and torch.equal(scale, self.scale)
 
     def _pack(self) -> None:
         """What follows from ``weight_int8`` and ``scale``: the dequantized weight and the
@@ -280,7 +296,8 @@ class Int8Linear(nn.Module):
                 self._float_packed = prepacked.pack_weight(self.weight)  # or None
             out = prepacked.linear(x, self.weight, self._float_packed, self.bias)
         if self._exact is not None:
-            exact_top(out, x, self._exact[0], self.bias, self._exact[1])
+            with torch.no_grad():  # the table may be a Parameter: no graph for inference
+                exact_top(out, x, self._exact[0], self.bias, self._exact[1])
         return out.reshape(*input.shape[:-1], self.out_features)  # (..., D_out)
 
     def _fbgemm_product(self, x: Tensor, seven_bits: bool = False) -> Tensor:
@@ -330,6 +347,7 @@ class Int8Linear(nn.Module):
         return state
 
     def __setstate__(self, state: dict) -> None:
+        state.setdefault("_exact", None)  # pickled before exact_top existed
         super().__setstate__(state)
         self._pack()
 
@@ -346,10 +364,8 @@ def _after_load(module: Int8Linear, incompatible_keys) -> None:
     an exact top whose float weight no longer rounds to the loaded int8 weights (another
     model's state loaded into an untied layer) dropped rather than mixed with them."""
     module._pack()
-    if module._exact is not None:
-        q, scale = _rounded(module._exact[0])
-        if not (torch.equal(q, module.weight_int8) and torch.equal(scale, module.scale)):
-            module._exact = None
+    if module._exact is not None and not module._rounds_to_this(module._exact[0]):
+        module._exact = None
 
 
 class Int8WeightLayout:
@@ -378,8 +394,8 @@ class Int8WeightLayout:
         key = (prepacked.weight_key(weight), None if bias is None else prepacked.weight_key(bias))
         if key != self._key:
             self._layer, self._key = Int8Linear.of_weight(weight, bias), key
-            if weight.dtype == torch.float32:  # its largest logits exact (EXACT_TOP)
-                self._layer.exact_top(weight)
+            if weight.dtype == torch.float32:  # its largest logits exact: the table it rounded
+                self._layer._exact = (weight, EXACT_TOP)
         return self._layer(x)
 
     def __getstate__(self) -> dict:
@@ -397,7 +413,8 @@ def quantize_int8(model: nn.Module) -> int:
     :func:`int8_cache_dtype`, in place; put the model in eval mode;
     the output layer (``model.decoder.dense``, the one a shortlist restricts; a tied output
     layout's) keeps its float32 weight to make each row's largest logits exact
-    (:meth:`Int8Linear.exact_top`: the embedding table where tied, else the old weight, kept);
+    (:meth:`Int8Linear.exact_top`: the embedding table where tied; an untied one's weight
+    stays in memory; a state dict loaded later that no longer rounds from it drops it);
     returns how many layers became int8. Inference only: the int8 weights take no gradient.
 
     Raises:
@@ -421,10 +438,11 @@ def quantize_int8(model: nn.Module) -> int:
         raise ValueError(message.format(devices=sorted(devices)))
     decoder = getattr(model, "decoder", None)  # the output layer: as a shortlist finds it
     output = getattr(decoder, "dense", None)
-    output_weight = output.weight if isinstance(output, nn.Linear) else None  # (V, D)
+    float32 = isinstance(output, nn.Linear) and output.weight.dtype == torch.float32
+    output_weight = output.weight if float32 else None  # (V, D)
     replaced = prepacked.replace_linears(model, Int8Linear)
     if output_weight is not None and isinstance(decoder.dense, Int8Linear):
-        decoder.dense.exact_top(output_weight.detach().float())  # its largest logits exact
+        decoder.dense._exact = (output_weight, EXACT_TOP)  # the weight it was rounded from
     cache_dtype = int8_cache_dtype()
     for module in model.modules():
         if hasattr(type(module), "output_layout"):  # tied output layers (DecoderLM's h Eᵀ)

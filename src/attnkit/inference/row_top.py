@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 
 from attnkit._validate import positive_int
+from attnkit.i18n import _
 
 __all__ = ["CHUNK", "exact_top", "row_argmax", "row_topk"]
 
@@ -93,20 +94,61 @@ def row_topk(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
 
 def exact_top(logits: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None, k: int) -> Tensor:
     """Each row's k largest ``logits`` replaced, in place, by the exact ``x @ weight.T +
-    bias`` of their columns: an int8 output layer's candidates, decided in float32.
+    bias`` of their columns (then any column whose logit still tops them): an int8 output
+    layer's candidates, decided in float32.
 
-    Where the logits are the int8 product of ``x`` and rounded weights, the columns whose
-    logits were close to the row's maximum are recomputed from the unrounded ``weight``,
-    so the choice among them (greedy's argmax, the beam's best continuations) is float32's
-    whenever float32's choice is among the int8 top k.
+    Where the logits are the int8 product of ``x`` and rounded weights, the k columns whose
+    logits are largest are recomputed from the unrounded ``weight``; where another column's
+    approximate logit still exceeds the largest recomputed one (int8 overestimated the
+    candidates), every such column of that row is recomputed too. So no column keeps an
+    approximate logit above the row's largest exact one, and the row's maximum is
+    float32's choice whenever float32's choice is among the approximate top k.
 
     Shape:
-        logits: (R, V) float32, x: (R, D) float32, weight: (V, D), bias: (V,) or None ->
-        logits (R, V), the same tensor.
+        logits: (R, V) float32, x: (R, D) float32, weight: (V, D) float32, bias: (V,) or
+        None -> logits (R, V), the same tensor.
     """
     positive_int("k", k)
-    _, columns = row_topk(logits, min(k, logits.shape[1]))  # (R, k)
+    _exact_top_shapes(logits, x, weight, bias)
+    values, columns = row_topk(logits, min(k + 1, logits.shape[1]))  # (R, k + 1)
+    runner_up = values[:, k] if values.shape[1] > k else None  # (R,): the best one not redone
+    columns = columns[:, :k]  # (R, k)
     exact = torch.bmm(weight[columns], x[:, :, None]).squeeze(-1)  # (R, k)
     if bias is not None:
         exact += bias[columns]
-    return logits.scatter_(1, columns, exact)
+    logits.scatter_(1, columns, exact)
+    if runner_up is None:
+        return logits
+    best = exact.amax(dim=1)  # (R,)
+    rows = torch.nonzero(runner_up > best).squeeze(1)  # (F,): rows an old logit still tops
+    if rows.numel():
+        row, column = torch.nonzero(logits[rows] > best[rows, None], as_tuple=True)  # (M,)
+        row = rows[row]
+        exact = (weight[column] * x[row]).sum(dim=1)  # (M,)
+        if bias is not None:
+            exact += bias[column]
+        logits[row, column] = exact
+    return logits
+
+
+def _exact_top_shapes(logits: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None) -> None:
+    """ValueError/TypeError unless logits (R, V), x (R, D), weight (V, D), bias (V,) or None
+    are float32 tensors that fit together."""
+    for name, value, dims in (("logits", logits, 2), ("x", x, 2), ("weight", weight, 2),
+                              ("bias", bias, 1)):  # fmt: skip
+        if name == "bias" and value is None:
+            continue
+        if not isinstance(value, Tensor) or value.dtype != torch.float32:
+            what = value.dtype if isinstance(value, Tensor) else type(value).__name__
+            message = _("{name} must be a float32 tensor, got {what}")
+            raise TypeError(message.format(name=name, what=what))
+        if value.dim() != dims:
+            message = _("{name} must have {dims} dimensions, got shape {shape}")
+            raise ValueError(message.format(name=name, dims=dims, shape=tuple(value.shape)))
+    rows, width = logits.shape
+    expected = {"x": (rows, weight.shape[1]), "weight": (width, x.shape[1]), "bias": (width,)}
+    for name, value in (("x", x), ("weight", weight), ("bias", bias)):
+        if value is not None and tuple(value.shape) != expected[name]:
+            message = _("{name} must be {expected} for logits {logits}, got {shape}")
+            raise ValueError(message.format(name=name, expected=expected[name],
+                                            logits=(rows, width), shape=tuple(value.shape)))  # fmt: skip
