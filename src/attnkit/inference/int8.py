@@ -30,15 +30,12 @@ products in saturating 16-bit lanes), FBGEMM runs with 7-bit inputs (``reduce_ra
 pair of products stays within 16 bits, so the sums are exact, each input rounded twice as
 coarsely) where :func:`int8_without_vnni` says so, else the float32 product of the same
 rounded weights; the float32 product too without FBGEMM below ``_ONEDNN_ALONE_MIN_WORK``.
-An output layer's largest logits per row are recomputed in float32 from its unrounded weight
-(:meth:`Int8Linear.exact_top`, which ``quantize_int8`` sets): the int8 product picks each
-row's candidates, float32 decides among them, so greedy picks float32's token whenever
-float32's choice is among int8's top ``EXACT_TOP``; a beam's best ``EXACT_TOP``
-continuations per row get float32's logits (its softmax normalizer stays int8's).
-Embeddings, LayerNorms and attention's own products stay float32 (a decoder's caches of
-the encoder memory in bfloat16 on request: :func:`int8_cache_dtype`). Outputs change slightly: the tests bound each layer's
-error and count changed next tokens; ``benchmarks/peers/translation.py decode`` and
-``benchmarks/peers/opus_mt.py`` measure speed and changed outputs on whole models.
+An output layer's ``EXACT_TOP`` largest logits per row are recomputed in float32 from its
+unrounded weight (:meth:`Int8Linear.exact_top`): int8 picks the candidates, float32 decides.
+Embeddings, LayerNorms and attention's own products stay float32 (the encoder memory's
+caches in bf16 on request: :func:`int8_cache_dtype`). Outputs change slightly: the tests
+bound each layer's error and count changed next tokens; ``benchmarks/peers/opus_mt.py``
+and ``translation.py decode`` measure speed and changed outputs on whole models.
 
 A row's result depends a little on the other rows of its call (FBGEMM's one range, and the
 row count picks the kernel), so a sentence can come out differently in batches of other
@@ -62,7 +59,7 @@ from attnkit.inference.int8_cpu import (
     int8_cache_dtype,
     int8_without_vnni,
 )
-from attnkit.inference.row_top import exact_top
+from attnkit.inference.row_top import exact_top_unchecked
 
 __all__ = [
     "INT8_MIN_WORK",
@@ -212,17 +209,10 @@ class Int8Linear(nn.Module):
             return
         integer("k", k, minimum=1)
         expected = (self.out_features, self.in_features)
-        if (
-            not isinstance(weight, Tensor)
-            or tuple(weight.shape) != expected
-            or weight.dtype != torch.float32
-            or weight.device.type != "cpu"
-        ):
-            what = (
-                f"{weight.dtype} {tuple(weight.shape)} on {weight.device}"
-                if isinstance(weight, Tensor)
-                else type(weight).__name__
-            )
+        what = type(weight).__name__
+        if isinstance(weight, Tensor):
+            what = f"{weight.dtype} {tuple(weight.shape)} on {weight.device}"
+        if what != f"{torch.float32} {expected} on cpu":
             message = _("weight must be a float32 CPU tensor of shape {expected}, got {what}")
             raise TypeError(message.format(expected=expected, what=what))
         if not self._rounds_to_this(weight):
@@ -297,7 +287,7 @@ class Int8Linear(nn.Module):
             out = prepacked.linear(x, self.weight, self._float_packed, self.bias)
         if self._exact is not None:
             with torch.no_grad():  # the table may be a Parameter: no graph for inference
-                exact_top(out, x, self._exact[0], self.bias, self._exact[1])
+                exact_top_unchecked(out, x, self._exact[0], self.bias, self._exact[1])
         return out.reshape(*input.shape[:-1], self.out_features)  # (..., D_out)
 
     def _fbgemm_product(self, x: Tensor, seven_bits: bool = False) -> Tensor:

@@ -30,11 +30,7 @@ def exact_int8_product() -> bool:
     off by far more than the rounding bound (measured on a 2026-11-28 AVX2-only EPYC:
     outputs beyond the bound, a trained translator's next tokens 79% unchanged); there
     the inputs are rounded to 7 bits (:func:`int8_without_vnni`)."""
-    cpu = getattr(torch, "cpu", None)
-    hardware = any(
-        bool(getattr(cpu, name, lambda: False)())
-        for name in ("_is_vnni_supported", "_is_amx_tile_supported")
-    )
+    hardware = _cpu_has("_is_vnni_supported", "_is_amx_tile_supported")
     fbgemm = os.environ.get("FBGEMM_ENABLE_INSTRUCTIONS", "").upper()
     onednn = os.environ.get("ONEDNN_MAX_CPU_ISA", os.environ.get("DNNL_MAX_CPU_ISA", "")).upper()
     held = fbgemm in ("AVX2", "AVX512", "AVX512_256") or onednn not in _ONEDNN_VNNI_ISAS
@@ -47,7 +43,7 @@ def int8_cache_dtype() -> torch.dtype | None:
     bfloat16 and the CPU computes in it (AVX-512 BF16 or AMX). A decoding step's
     cross-attention reads every source position of every row once per layer; at a large
     batch or beam that is bound by memory, and its products ran 2-2.3x faster on half the
-    bytes (2026-12-07, the AVX-512 EPYC: beam 4 at batch 64 of OPUS-MT's shapes 2% faster in
+    bytes (2026-12-07, the AVX-512 EPYC: beam 4 at batch 64 of OPUS-MT's shapes 2-5% faster in
     all, from ``MEMORY_CACHE_DTYPE_MIN_ROWS`` sentences). Off by default: PyTorch's bf16
     products pay a fixed cost per call and lay out a new kernel for every new shape, so on
     the 30-minute Tatoeba model (short sentences, of every length) decoding was slower, the
@@ -55,12 +51,15 @@ def int8_cache_dtype() -> torch.dtype | None:
     the int8 products' inputs' (127 steps of a row's range)."""
     if os.environ.get("ATTNKIT_INT8_CACHE", "").strip().lower() not in ("bfloat16", "bf16"):
         return None
-    cpu = getattr(torch, "cpu", None)
-    native = any(
-        bool(getattr(cpu, name, lambda: False)())
-        for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    )
+    native = _cpu_has("_is_avx512_bf16_supported", "_is_amx_tile_supported")
     return torch.bfloat16 if native else None
+
+
+def _cpu_has(*probes: str) -> bool:
+    """Whether any of ``torch.cpu``'s probes (``_is_vnni_supported``, ...) says yes; one
+    this PyTorch lacks says no."""
+    cpu = getattr(torch, "cpu", None)
+    return any(bool(getattr(cpu, name, lambda: False)()) for name in probes)
 
 
 def int8_without_vnni() -> bool:

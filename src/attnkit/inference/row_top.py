@@ -110,6 +110,14 @@ def exact_top(logits: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None, k:
     """
     positive_int("k", k)
     _exact_top_shapes(logits, x, weight, bias)
+    return exact_top_unchecked(logits, x, weight, bias, k)
+
+
+def exact_top_unchecked(
+    logits: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None, k: int
+) -> Tensor:
+    """:func:`exact_top` without its checks, for a caller whose shapes hold by construction
+    (``Int8Linear``: a decoding step's output layer, every step)."""
     values, columns = row_topk(logits, min(k + 1, logits.shape[1]))  # (R, k + 1)
     runner_up = values[:, k] if values.shape[1] > k else None  # (R,): the best one not redone
     columns = columns[:, :k]  # (R, k)
